@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The jitter buffer's size (brief part 4): the 95th percentile of how late
+ * the last 240 packets were, plus a margin, clamped, starting at 12 ms. It
+ * grows at once and shrinks by 1% of itself per packet.
+ *
+ * The window is kept twice: in arrival order (a ring, to know which value
+ * leaves) and sorted (so the quantile is one load). Each packet costs two
+ * binary searches and two memmove()s of at most 1 KiB; nothing is sorted
+ * per packet.
+ */
+#include <string.h>
+
+#include "remolo_playout.h"
+
+#define RING_MASK (REMOLO_WINDOW_MAX - 1)
+
+void delay_init(struct delay_est *d, const struct playout_config *cfg)
+{
+	memset(d->ring, 0, sizeof(d->ring));
+	memset(d->sorted, 0, sizeof(d->sorted));
+	d->count = 0;
+	d->head = 0;
+	d->delay_us = cfg->delay_start_us;
+	d->target_us = cfg->delay_start_us;
+}
+
+/* First index whose value is >= v. */
+static uint32_t lower_bound(const uint32_t *a, uint32_t n, uint32_t v)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void sorted_remove(struct delay_est *d, uint32_t v)
+{
+	uint32_t i = lower_bound(d->sorted, d->count, v);
+
+	/* v is present: it entered the window and has not left it. */
+	memmove(&d->sorted[i], &d->sorted[i + 1], (d->count - i - 1) * sizeof(uint32_t));
+	d->count--;
+}
+
+static void sorted_insert(struct delay_est *d, uint32_t v)
+{
+	uint32_t i = lower_bound(d->sorted, d->count, v);
+
+	memmove(&d->sorted[i + 1], &d->sorted[i], (d->count - i) * sizeof(uint32_t));
+	d->sorted[i] = v;
+	d->count++;
+}
+
+uint32_t delay_quantile(const struct delay_est *d, const struct playout_config *cfg)
+{
+	uint64_t rank;
+
+	if (d->count == 0)
+		return 0;
+	/* Nearest rank: the ceil(q * n)-th smallest value, 1-based. */
+	rank = ((uint64_t)cfg->quantile_permille * d->count + 999) / 1000;
+	if (rank == 0)
+		rank = 1;
+	return d->sorted[rank - 1];
+}
+
+uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uint64_t lateness_us)
+{
+	uint32_t v = lateness_us > REMOLO_LATENESS_CAP_US ? REMOLO_LATENESS_CAP_US
+							   : (uint32_t)lateness_us;
+	uint64_t target;
+
+	if (d->count == cfg->window)
+		sorted_remove(d, d->ring[(d->head - cfg->window) & RING_MASK]);
+	d->ring[d->head & RING_MASK] = v;
+	d->head++;
+	sorted_insert(d, v);
+
+	target = (uint64_t)delay_quantile(d, cfg) + cfg->delay_margin_us;
+	if (target < cfg->delay_min_us)
+		target = cfg->delay_min_us;
+	if (target > cfg->delay_max_us)
+		target = cfg->delay_max_us;
+	d->target_us = (uint32_t)target;
+
+	if (d->target_us >= d->delay_us) {
+		d->delay_us = d->target_us;     /* worse: grow at once */
+	} else {
+		uint32_t step = (uint32_t)((uint64_t)d->delay_us * cfg->shrink_permille / 1000);
+
+		if (step == 0 && cfg->shrink_permille != 0)
+			step = 1;
+		d->delay_us = d->delay_us - step < d->target_us ? d->target_us
+								: d->delay_us - step;
+	}
+	return d->delay_us;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every capacity and tuning constant of the receiver, in one place.
+ *
+ * Times are microseconds. Motion and scroll travel in Q8 fixed point:
+ * 256 units per pixel, or per hi-res wheel unit (1/120 of a notch, the
+ * REL_WHEEL_HI_RES unit since Linux 5.0), so sub-pixel finger movement is
+ * carried rather than truncated.
+ */
+#ifndef REMOLO_LIMITS_H
+#define REMOLO_LIMITS_H
+
+/* ---- fixed point -------------------------------------------------------- */
+#define REMOLO_Q8_ONE            256      /* units per pixel / per hi-res unit */
+#define REMOLO_HIRES_PER_NOTCH   120      /* REL_WHEEL_HI_RES units per notch */
+
+/* ---- drain clock (brief part 5: a strict 480 Hz timer) ------------------ */
+#define REMOLO_TICK_HZ           480
+#define REMOLO_TICK_NS           2083333u /* 1e9 / 480, for timerfd */
+#define REMOLO_TICK_US           2083u
+
+/* ---- clock offset (brief part 4) ---------------------------------------- */
+/* Between new minima the offset creeps up by 2 ms per second (2000 ppm). */
+#define REMOLO_CREEP_PPM         2000u
+/* Silence longer than this forgets the offset: the next packet sets it. */
+#define REMOLO_GAP_RESET_US      2000000u
+/* A packet later than this cannot be jitter: the sender clock stepped
+ * backwards (or the offset was poisoned); rebase on that packet. */
+#define REMOLO_STEP_RESET_US     1000000u
+
+/* ---- delay (jitter buffer) ---------------------------------------------- */
+#define REMOLO_WINDOW            240u     /* latenesses kept for the quantile */
+#define REMOLO_WINDOW_MAX        256u     /* ring capacity; power of two */
+#define REMOLO_QUANTILE_PERMILLE 950u     /* 95th percentile, nearest rank */
+#define REMOLO_DELAY_MARGIN_US   3000u
+#define REMOLO_DELAY_MIN_US      6000u
+#define REMOLO_DELAY_MAX_US      60000u
+#define REMOLO_DELAY_START_US    12000u
+#define REMOLO_SHRINK_PERMILLE   10u      /* 1% of the delay per packet */
+/* Latenesses are clamped to this before entering the window. */
+#define REMOLO_LATENESS_CAP_US   10000000u
+
+/* ---- segments ----------------------------------------------------------- */
+#define REMOLO_SEG_MAX_US        50000u   /* a packet spreads over <= 50 ms */
+#define REMOLO_SEG_MIN_US        1000u    /* duplicate timestamps: 1 ms */
+#define REMOLO_LATE_MIN_US       4000u    /* a late packet replays over 4..16 ms */
+#define REMOLO_LATE_MAX_US       16000u
+#define REMOLO_SEGQ_CAP          128u     /* power of two */
+#define REMOLO_BTNQ_CAP          32u      /* power of two */
+#define REMOLO_IDLE_US           500000u  /* stop the timer after 0.5 s quiet */
+
+/*
+ * The single-packet bound. One packet moves the pointer at most 1024 px per
+ * axis (a quarter of a 4K screen; a 240 Hz flick at 10 m/s on a phone is
+ * ~200 px/frame after acceleration) and scrolls at most 10 notches. Larger
+ * deltas are clamped, counted, and never wrap.
+ */
+#define REMOLO_MAX_MOTION_Q8     (1024 * REMOLO_Q8_ONE)
+#define REMOLO_MAX_SCROLL_Q8     (10 * REMOLO_HIRES_PER_NOTCH * REMOLO_Q8_ONE)
+
+_Static_assert((REMOLO_WINDOW_MAX & (REMOLO_WINDOW_MAX - 1)) == 0, "window ring: power of two");
+_Static_assert(REMOLO_WINDOW <= REMOLO_WINDOW_MAX, "window fits its ring");
+_Static_assert((REMOLO_SEGQ_CAP & (REMOLO_SEGQ_CAP - 1)) == 0, "segment ring: power of two");
+_Static_assert((REMOLO_BTNQ_CAP & (REMOLO_BTNQ_CAP - 1)) == 0, "button ring: power of two");
+_Static_assert(REMOLO_DELAY_MIN_US <= REMOLO_DELAY_START_US &&
+               REMOLO_DELAY_START_US <= REMOLO_DELAY_MAX_US, "start delay inside the clamp");
+_Static_assert(REMOLO_LATE_MIN_US <= REMOLO_LATE_MAX_US, "late replay range");
+/* Segment progress is total * elapsed / duration in 64 bits. */
+_Static_assert((unsigned long long)REMOLO_MAX_SCROLL_Q8 * 2 * REMOLO_SEG_MAX_US * 64 < (1ull << 62),
+               "segment integration cannot overflow");
+
+#endif

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The playout core: play pointer movement on the receiver's clock, not on
+ * arrival. Pure functions over caller-owned structs; time is passed in
+ * (microseconds); no syscalls, no allocation.
+ *
+ *   packet(tx) --clock--> offset --delay--> slot = tx + offset + delay
+ *                                    segment [slot, slot + interval)
+ *   tick(now) integrates every started segment up to now -> integer deltas
+ */
+#ifndef REMOLO_PLAYOUT_H
+#define REMOLO_PLAYOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "remolo_limits.h"
+
+/* Tuning, with the brief's values as defaults (playout_config_default). */
+struct playout_config {
+	uint32_t creep_ppm;        /* offset creep between minima */
+	uint32_t gap_reset_us;     /* silence that forgets the offset */
+	uint32_t step_reset_us;    /* lateness that rebases the offset */
+	uint32_t window;           /* latenesses kept, <= REMOLO_WINDOW_MAX */
+	uint32_t quantile_permille;
+	uint32_t delay_margin_us;
+	uint32_t delay_min_us;
+	uint32_t delay_max_us;
+	uint32_t delay_start_us;
+	uint32_t shrink_permille;  /* delay shrinks by this per packet */
+	uint32_t seg_min_us;
+	uint32_t seg_max_us;
+	uint32_t late_min_us;
+	uint32_t late_max_us;
+	uint32_t idle_us;
+};
+
+/* Config values above these are refused by playout_config_check. */
+#define PLAYOUT_CFG_TIME_MAX_US   60000000u  /* any time knob: 60 s */
+#define PLAYOUT_CFG_SEG_MAX_US    1000000u   /* segment lengths: 1 s */
+
+enum playout_kind {
+	PLAYOUT_KIND_MOTION = 1,
+	PLAYOUT_KIND_SCROLL = 2,
+	PLAYOUT_KIND_BUTTON = 3,
+	PLAYOUT_KIND_HEARTBEAT = 4,
+};
+
+/* One decoded packet. Motion: a,b = dx,dy in Q8 px. Scroll: a,b =
+ * vertical,horizontal in Q8 hi-res units (positive = up / right, as
+ * REL_WHEEL and REL_HWHEEL). Button: code = BTN_*, down = 0/1. */
+struct playout_pkt {
+	uint64_t tx_us;            /* sender clock */
+	int32_t a, b;
+	uint16_t code;
+	uint8_t kind;
+	uint8_t down;
+};
+
+/* ---- clock offset ------------------------------------------------------- */
+struct clock_est {
+	int64_t offset_us;         /* receiver time - sender time, creeping minimum */
+	uint64_t creep_rem;        /* creep remainder, ppm * us */
+	uint64_t last_rx_us;
+	bool valid;
+};
+
+enum clock_event {
+	CLOCK_EVENT_NONE = 0,
+	CLOCK_EVENT_MINIMUM = 1,   /* a new fastest trip */
+	CLOCK_EVENT_RESET = 2,     /* first packet, or after a long gap */
+	CLOCK_EVENT_STEP = 3,      /* absurdly late: rebased */
+};
+
+void clock_init(struct clock_est *c);
+/* Feeds one arrival; returns enum clock_event and stores the packet's
+ * lateness (>= 0) in *lateness_us. */
+int clock_update(struct clock_est *c, const struct playout_config *cfg,
+		 uint64_t rx_us, uint64_t tx_us, uint64_t *lateness_us);
+
+/* ---- delay -------------------------------------------------------------- */
+struct delay_est {
+	uint32_t ring[REMOLO_WINDOW_MAX];   /* latenesses, arrival order */
+	uint32_t sorted[REMOLO_WINDOW_MAX]; /* the same values, ascending */
+	uint32_t count;
+	uint32_t head;
+	uint32_t delay_us;
+	uint32_t target_us;
+};
+
+void delay_init(struct delay_est *d, const struct playout_config *cfg);
+/* Adds one lateness; returns the new delay. */
+uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uint64_t lateness_us);
+/* The configured quantile of the window (nearest rank: the
+ * ceil(q * n)-th smallest); 0 when empty. */
+uint32_t delay_quantile(const struct delay_est *d, const struct playout_config *cfg);
+
+/* ---- segment queue ------------------------------------------------------ */
+struct segment {
+	uint64_t start_us;
+	int64_t total[2];          /* Q8 */
+	int64_t done[2];           /* Q8 already emitted */
+	uint32_t dur_us;
+	uint8_t kind;              /* PLAYOUT_KIND_MOTION or _SCROLL */
+	uint8_t finished;
+};
+
+struct segq {
+	struct segment seg[REMOLO_SEGQ_CAP];
+	uint32_t head;             /* free-running; index with & mask */
+	uint32_t tail;
+	uint64_t tail_end_us;      /* latest end of anything queued */
+};
+
+void segq_init(struct segq *q);
+static inline uint32_t segq_len(const struct segq *q) { return q->tail - q->head; }
+/* Queues a segment; when the ring is full the motion is merged into the
+ * newest segment of the same kind (returns 1) instead of being lost. Returns
+ * 0 when queued, -1 when it could not be placed at all (then it is left to
+ * the caller, which applies it at once). */
+int segq_push(struct segq *q, uint8_t kind, uint64_t start_us, uint32_t dur_us, int64_t a, int64_t b);
+/* Integrates every started segment up to now: adds the newly due Q8 motion
+ * to acc[0..1] (pointer) and acc[2..3] (wheel) and drops finished ones. */
+void segq_drain(struct segq *q, uint64_t now_us, int64_t acc[4]);
+
+/* ---- buttons ------------------------------------------------------------ */
+struct btn_event {
+	uint64_t at_us;
+	uint16_t code;
+	uint8_t down;
+};
+
+/* Mouse buttons BTN_LEFT (0x110) .. BTN_TASK (0x117); other codes are
+ * refused. */
+#define PLAYOUT_BTN_FIRST 0x110
+#define PLAYOUT_BTN_COUNT 8
+
+struct btnq {
+	struct btn_event ev[REMOLO_BTNQ_CAP];
+	uint32_t head, tail;
+	uint64_t last_at_us;
+	/* A flood that fills the ring collapses into the final state of each
+	 * button, released after the ring: clicks may merge, buttons never
+	 * stick. Bit i = button PLAYOUT_BTN_FIRST + i. */
+	uint8_t overflow_mask;
+	uint8_t overflow_down;
+	uint8_t state;               /* as last emitted */
+};
+
+/* ---- the whole receiver-side playout ------------------------------------ */
+#define PLAYOUT_BTN_PER_TICK 8
+
+struct playout_out {
+	int32_t dx, dy;              /* REL_X, REL_Y */
+	int32_t wheel, hwheel;       /* REL_WHEEL, REL_HWHEEL (notches) */
+	int32_t wheel_hires, hwheel_hires; /* REL_*_HI_RES (1/120 notch) */
+	uint32_t nbtn;
+	struct { uint16_t code; uint8_t down; } btn[PLAYOUT_BTN_PER_TICK];
+	bool idle;                   /* nothing queued, last motion >= idle_us old */
+};
+
+struct playout_stats {
+	uint64_t packets;
+	uint64_t late;
+	uint64_t merged;             /* segments merged because the ring was full */
+	uint64_t forced;             /* applied at once: no segment could hold it */
+	uint64_t btn_collapsed;      /* button events folded by a full ring */
+	uint64_t rejected;           /* unknown kind or button code */
+	uint64_t clamped;            /* deltas over the single-packet bound */
+	uint64_t clock_resets;
+	uint64_t clock_steps;
+};
+
+enum playout_push_result {
+	PLAYOUT_PUSH_ON_TIME = 0,
+	PLAYOUT_PUSH_LATE = 1,
+	PLAYOUT_PUSH_MERGED = 2,
+	PLAYOUT_PUSH_FORCED = 3,
+	PLAYOUT_PUSH_REJECTED = 4,
+};
+
+struct playout {
+	struct playout_config cfg;
+	struct clock_est clock;
+	struct delay_est delay;
+	struct segq q;
+	struct btnq b;
+	int64_t acc[4];              /* Q8 remainders: x, y, wheel, hwheel */
+	int32_t notch_acc[2];        /* hi-res units not yet a legacy notch */
+	uint64_t prev_tx_us;
+	uint64_t last_now_us;
+	uint64_t last_activity_us;
+	bool have_prev;
+	struct playout_stats stats;
+};
+
+void playout_config_default(struct playout_config *cfg);
+/* 0, or -EINVAL when a value is out of range (the caller says which). */
+int playout_config_check(const struct playout_config *cfg);
+
+/* cfg NULL = defaults. Returns 0 or -EINVAL. */
+int playout_init(struct playout *p, const struct playout_config *cfg);
+/* Feeds one packet that arrived at rx_us. Returns enum playout_push_result. */
+int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt);
+/* One drain tick: everything due up to now_us, as integers. */
+void playout_tick(struct playout *p, uint64_t now_us, struct playout_out *out);
+/* Releases what is still held: every queued motion and button is due now,
+ * then every button is released. For the end of a session: nothing is
+ * lost and no button sticks. */
+void playout_flush(struct playout *p, uint64_t now_us);
+
+#endif

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Playout: packets in, integer pointer deltas out, on the receiver's clock
+ * (brief parts 4 and 5). Glue over clock.c, delay.c and segq.c, plus the
+ * button queue and the per-axis Q8 remainders.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "remolo_playout.h"
+
+#define BTNQ_MASK (REMOLO_BTNQ_CAP - 1)
+
+void playout_config_default(struct playout_config *cfg)
+{
+	cfg->creep_ppm = REMOLO_CREEP_PPM;
+	cfg->gap_reset_us = REMOLO_GAP_RESET_US;
+	cfg->step_reset_us = REMOLO_STEP_RESET_US;
+	cfg->window = REMOLO_WINDOW;
+	cfg->quantile_permille = REMOLO_QUANTILE_PERMILLE;
+	cfg->delay_margin_us = REMOLO_DELAY_MARGIN_US;
+	cfg->delay_min_us = REMOLO_DELAY_MIN_US;
+	cfg->delay_max_us = REMOLO_DELAY_MAX_US;
+	cfg->delay_start_us = REMOLO_DELAY_START_US;
+	cfg->shrink_permille = REMOLO_SHRINK_PERMILLE;
+	cfg->seg_min_us = REMOLO_SEG_MIN_US;
+	cfg->seg_max_us = REMOLO_SEG_MAX_US;
+	cfg->late_min_us = REMOLO_LATE_MIN_US;
+	cfg->late_max_us = REMOLO_LATE_MAX_US;
+	cfg->idle_us = REMOLO_IDLE_US;
+}
+
+int playout_config_check(const struct playout_config *cfg)
+{
+	if (cfg->window == 0 || cfg->window > REMOLO_WINDOW_MAX)
+		return -EINVAL;
+	if (cfg->quantile_permille > 1000 || cfg->shrink_permille > 1000 ||
+	    cfg->creep_ppm > 1000000)
+		return -EINVAL;
+	if (cfg->delay_min_us > cfg->delay_max_us ||
+	    cfg->delay_start_us < cfg->delay_min_us || cfg->delay_start_us > cfg->delay_max_us ||
+	    cfg->delay_max_us > PLAYOUT_CFG_TIME_MAX_US || cfg->delay_margin_us > PLAYOUT_CFG_TIME_MAX_US)
+		return -EINVAL;
+	if (cfg->seg_min_us > cfg->seg_max_us || cfg->seg_max_us > PLAYOUT_CFG_SEG_MAX_US ||
+	    cfg->late_min_us > cfg->late_max_us || cfg->late_max_us > PLAYOUT_CFG_SEG_MAX_US)
+		return -EINVAL;
+	if (cfg->gap_reset_us > PLAYOUT_CFG_TIME_MAX_US || cfg->step_reset_us > PLAYOUT_CFG_TIME_MAX_US ||
+	    cfg->idle_us > PLAYOUT_CFG_TIME_MAX_US)
+		return -EINVAL;
+	return 0;
+}
+
+int playout_init(struct playout *p, const struct playout_config *cfg)
+{
+	struct playout_config def;
+
+	if (!cfg) {
+		playout_config_default(&def);
+		cfg = &def;
+	}
+	if (playout_config_check(cfg) < 0)
+		return -EINVAL;
+	memset(p, 0, sizeof(*p));
+	p->cfg = *cfg;
+	clock_init(&p->clock);
+	delay_init(&p->delay, &p->cfg);
+	segq_init(&p->q);
+	return 0;
+}
+
+static int64_t diff(uint64_t a, uint64_t b)
+{
+	return (int64_t)(a - b);
+}
+
+static uint64_t later(uint64_t a, uint64_t b)
+{
+	return diff(a, b) >= 0 ? a : b;
+}
+
+static uint32_t clamp_u(int64_t v, uint32_t lo, uint32_t hi)
+{
+	if (v < (int64_t)lo)
+		return lo;
+	if (v > (int64_t)hi)
+		return hi;
+	return (uint32_t)v;
+}
+
+static int32_t bound(struct playout *p, int32_t v, int32_t max)
+{
+	if (__builtin_expect(v > max || v < -max, 0)) {
+		p->stats.clamped++;
+		return v > 0 ? max : -max;
+	}
+	return v;
+}
+
+static bool btn_index(uint16_t code, uint32_t *i)
+{
+	if (code < PLAYOUT_BTN_FIRST || code >= PLAYOUT_BTN_FIRST + PLAYOUT_BTN_COUNT)
+		return false;
+	*i = code - PLAYOUT_BTN_FIRST;
+	return true;
+}
+
+static void btn_push(struct playout *p, uint64_t at_us, uint32_t idx, uint8_t down)
+{
+	struct btnq *b = &p->b;
+	struct btn_event *e;
+
+	if (__builtin_expect(b->tail - b->head == REMOLO_BTNQ_CAP || b->overflow_mask, 0)) {
+		b->overflow_mask |= (uint8_t)(1u << idx);
+		if (down)
+			b->overflow_down |= (uint8_t)(1u << idx);
+		else
+			b->overflow_down &= (uint8_t)~(1u << idx);
+		p->stats.btn_collapsed++;
+		return;
+	}
+	/* Buttons keep their order, whatever their timestamps say. */
+	at_us = later(at_us, b->last_at_us);
+	e = &b->ev[b->tail & BTNQ_MASK];
+	e->at_us = at_us;
+	e->code = (uint16_t)(PLAYOUT_BTN_FIRST + idx);
+	e->down = down ? 1 : 0;
+	b->tail++;
+	b->last_at_us = at_us;
+}
+
+/* Emits due button events, at most one transition per button per tick so
+ * that a click never becomes a down and up inside one SYN_REPORT frame. */
+static void btn_drain(struct playout *p, uint64_t now_us, struct playout_out *out)
+{
+	struct btnq *b = &p->b;
+	uint8_t seen = 0;
+
+	while (b->head != b->tail && out->nbtn < PLAYOUT_BTN_PER_TICK) {
+		struct btn_event *e = &b->ev[b->head & BTNQ_MASK];
+		uint8_t bit = (uint8_t)(1u << (e->code - PLAYOUT_BTN_FIRST));
+
+		if (diff(e->at_us, now_us) > 0 || (seen & bit))
+			break;
+		b->head++;
+		if (!!(b->state & bit) == e->down)
+			continue;       /* no change: a repeated down or up */
+		seen |= bit;
+		b->state ^= bit;
+		out->btn[out->nbtn].code = e->code;
+		out->btn[out->nbtn].down = e->down;
+		out->nbtn++;
+	}
+	if (b->head != b->tail || !b->overflow_mask)
+		return;
+	for (uint32_t i = 0; i < PLAYOUT_BTN_COUNT && out->nbtn < PLAYOUT_BTN_PER_TICK; i++) {
+		uint8_t bit = (uint8_t)(1u << i);
+
+		if (!(b->overflow_mask & bit) || (seen & bit))
+			continue;
+		b->overflow_mask &= (uint8_t)~bit;
+		if ((b->state & bit) == (b->overflow_down & bit))
+			continue;
+		b->state ^= bit;
+		out->btn[out->nbtn].code = (uint16_t)(PLAYOUT_BTN_FIRST + i);
+		out->btn[out->nbtn].down = !!(b->state & bit);
+		out->nbtn++;
+	}
+}
+
+static int push_motion(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt,
+		       uint64_t slot_us, bool late, int64_t interval)
+{
+	const struct playout_config *cfg = &p->cfg;
+	bool scroll = pkt->kind == PLAYOUT_KIND_SCROLL;
+	int32_t max = scroll ? REMOLO_MAX_SCROLL_Q8 : REMOLO_MAX_MOTION_Q8;
+	int64_t a = bound(p, pkt->a, max), b = bound(p, pkt->b, max);
+	uint64_t start = slot_us;
+	uint32_t dur;
+	int r;
+
+	if (late) {
+		/* Missed its slot: replay from now, after what is queued, at
+		 * about its own pace (brief part 5). */
+		start = later(rx_us, p->q.tail_end_us);
+		dur = clamp_u(interval, cfg->late_min_us, cfg->late_max_us);
+	} else {
+		dur = clamp_u(interval, cfg->seg_min_us, cfg->seg_max_us);
+	}
+	r = segq_push(&p->q, pkt->kind, start, dur, a, b);
+	if (r == 0) {
+		p->last_activity_us = later(p->last_activity_us, start + dur);
+		return late ? PLAYOUT_PUSH_LATE : PLAYOUT_PUSH_ON_TIME;
+	}
+	if (r == 1) {
+		p->stats.merged++;
+		return PLAYOUT_PUSH_MERGED;
+	}
+	/* The ring holds only the other kind: apply at the next tick. */
+	p->acc[scroll ? 2 : 0] += a;
+	p->acc[scroll ? 3 : 1] += b;
+	p->stats.forced++;
+	return PLAYOUT_PUSH_FORCED;
+}
+
+int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt)
+{
+	const struct playout_config *cfg = &p->cfg;
+	uint64_t lateness, slot;
+	uint32_t delay, idx = 0;
+	int64_t interval;
+	int ev;
+	bool late;
+
+	if (__builtin_expect(pkt->kind < PLAYOUT_KIND_MOTION || pkt->kind > PLAYOUT_KIND_HEARTBEAT ||
+			     (pkt->kind == PLAYOUT_KIND_BUTTON && !btn_index(pkt->code, &idx)), 0)) {
+		p->stats.rejected++;
+		return PLAYOUT_PUSH_REJECTED;
+	}
+	p->stats.packets++;
+	ev = clock_update(&p->clock, cfg, rx_us, pkt->tx_us, &lateness);
+	if (ev == CLOCK_EVENT_RESET)
+		p->stats.clock_resets++;
+	else if (ev == CLOCK_EVENT_STEP)
+		p->stats.clock_steps++;
+	delay = delay_update(&p->delay, cfg, lateness);
+
+	/* The packet's slot: sender time + offset + delay. Since the offset
+	 * is at most this packet's (arrival - sender time), the slot is never
+	 * more than one delay ahead of the arrival. */
+	slot = pkt->tx_us + (uint64_t)p->clock.offset_us + delay;
+	late = lateness > delay;
+	if (late)
+		p->stats.late++;
+
+	/* Time since the previous packet, on the sender's clock; the first
+	 * one after a reset spreads over the longest segment. */
+	interval = p->have_prev && ev != CLOCK_EVENT_RESET ? diff(pkt->tx_us, p->prev_tx_us)
+							  : (int64_t)cfg->seg_max_us;
+	p->prev_tx_us = pkt->tx_us;
+	p->have_prev = true;
+	p->last_activity_us = later(p->last_activity_us, rx_us);
+
+	switch (pkt->kind) {
+	case PLAYOUT_KIND_MOTION:
+	case PLAYOUT_KIND_SCROLL:
+		return push_motion(p, rx_us, pkt, slot, late, interval);
+	case PLAYOUT_KIND_BUTTON:
+		btn_push(p, late ? later(rx_us, p->q.tail_end_us) : slot, idx, pkt->down);
+		return late ? PLAYOUT_PUSH_LATE : PLAYOUT_PUSH_ON_TIME;
+	default:
+		return PLAYOUT_PUSH_ON_TIME;    /* heartbeat: timing only */
+	}
+}
+
+/* Round half away from zero; the remainder stays in [-128, 128]. */
+static int32_t take_q8(int64_t *acc)
+{
+	int64_t whole = (*acc >= 0 ? *acc + REMOLO_Q8_ONE / 2 : *acc - REMOLO_Q8_ONE / 2) / REMOLO_Q8_ONE;
+
+	/* One tick never carries more than a few full-bound packets. */
+	if (whole > INT32_MAX / 2)
+		whole = INT32_MAX / 2;
+	if (whole < -(INT32_MAX / 2))
+		whole = -(INT32_MAX / 2);
+	*acc -= whole * REMOLO_Q8_ONE;
+	return (int32_t)whole;
+}
+
+/* Legacy wheel notches follow the hi-res stream: one per 120 units. */
+static int32_t take_notches(int32_t *notch_acc, int32_t hires)
+{
+	int32_t n;
+
+	*notch_acc += hires;
+	n = *notch_acc / REMOLO_HIRES_PER_NOTCH;
+	*notch_acc -= n * REMOLO_HIRES_PER_NOTCH;
+	return n;
+}
+
+void playout_tick(struct playout *p, uint64_t now_us, struct playout_out *out)
+{
+	/* The drain clock only moves forward. */
+	now_us = later(now_us, p->last_now_us);
+	p->last_now_us = now_us;
+
+	memset(out, 0, sizeof(*out));
+	segq_drain(&p->q, now_us, p->acc);
+	out->dx = take_q8(&p->acc[0]);
+	out->dy = take_q8(&p->acc[1]);
+	out->wheel_hires = take_q8(&p->acc[2]);
+	out->hwheel_hires = take_q8(&p->acc[3]);
+	out->wheel = take_notches(&p->notch_acc[0], out->wheel_hires);
+	out->hwheel = take_notches(&p->notch_acc[1], out->hwheel_hires);
+	btn_drain(p, now_us, out);
+
+	out->idle = segq_len(&p->q) == 0 && p->b.head == p->b.tail && !p->b.overflow_mask &&
+		    diff(now_us, p->last_activity_us) >= (int64_t)p->cfg.idle_us;
+}
+
+void playout_flush(struct playout *p, uint64_t now_us)
+{
+	for (uint32_t i = p->q.head; i != p->q.tail; i++) {
+		struct segment *s = &p->q.seg[i & (REMOLO_SEGQ_CAP - 1)];
+
+		s->start_us = now_us - s->dur_us;   /* finishes on the next tick */
+	}
+	for (uint32_t i = p->b.head; i != p->b.tail; i++)
+		p->b.ev[i & BTNQ_MASK].at_us = now_us;
+	p->b.last_at_us = now_us;
+	p->q.tail_end_us = now_us;
+	/* Then every button ends up released. */
+	p->b.overflow_mask = (uint8_t)((1u << PLAYOUT_BTN_COUNT) - 1);
+	p->b.overflow_down = 0;
+}

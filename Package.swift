@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// The C hot path is strict: any warning fails the build.
+let strictC: [CSetting] = [
+    .unsafeFlags(["-Wall", "-Wextra", "-Werror", "-Wshadow", "-Wstrict-prototypes",
+                  "-Wno-unused-parameter", "-O2", "-fno-strict-aliasing"]),
+]
+
+let package = Package(
+    name: "Remolo",
+    products: [
+        .library(name: "Remolo", targets: ["Remolo"]),
+        .executable(name: "remolo", targets: ["remolo"]),
+        .executable(name: "Bench", targets: ["Bench"]),
+    ],
+    targets: [
+        // System libraries, one each, found with pkg-config (Debian -dev packages).
+        .systemLibrary(name: "CSodium", path: "CSources/CSodium", pkgConfig: "libsodium",
+                       providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CURing", path: "CSources/CURing", pkgConfig: "liburing",
+                       providers: [.apt(["liburing-dev"])]),
+        .systemLibrary(name: "CEvdev", path: "CSources/CEvdev", pkgConfig: "libevdev",
+                       providers: [.apt(["libevdev-dev"])]),
+
+        // The hot path: playout core, datagram crypto, io_uring receive, uinput output.
+        .target(
+            name: "RemoloCore",
+            dependencies: ["CSodium", "CURing", "CEvdev"],
+            path: "CSources/RemoloCore",
+            cSettings: strictC,
+            linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("uring"),
+                             .linkedLibrary("evdev")]
+        ),
+        // Counts heap allocations for Bench (malloc interposer, executable-local).
+        .target(name: "BenchSupport", path: "Bench/Support"),
+
+        .target(name: "Remolo", dependencies: ["RemoloCore", "CSodium"], path: "Sources/Remolo"),
+        .executableTarget(name: "remolo", dependencies: ["Remolo"], path: "Sources/remolo"),
+        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloCore", "BenchSupport"],
+                          path: "Bench/Sources"),
+
+        .testTarget(name: "RemoloCoreTests", dependencies: ["Remolo", "RemoloCore"],
+                    path: "Tests/RemoloCoreTests"),
+        .testTarget(name: "WireTests", dependencies: ["Remolo", "RemoloCore", "CSodium"],
+                    path: "Tests/WireTests"),
+        .testTarget(name: "SessionTests", dependencies: ["Remolo", "RemoloCore", "CSodium"],
+                    path: "Tests/SessionTests"),
+        // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
+        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloCore", "CEvdev"],
+                    path: "Tests/VMTests"),
+    ]
+)

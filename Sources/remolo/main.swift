@@ -1,0 +1,3 @@
+import Remolo
+
+print("remolo \(Remolo.version)")
