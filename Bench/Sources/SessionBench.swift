@@ -1,0 +1,2 @@
+// The session benchmarks; filled in as that part lands.
+func sessionBenches() -> [BenchCase] { [] }

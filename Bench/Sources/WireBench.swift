@@ -1,0 +1,2 @@
+// The wire benchmarks; filled in as that part lands.
+func wireBenches() -> [BenchCase] { [] }
