@@ -11,7 +11,7 @@
 
 #define BTNQ_MASK (REMOLO_BTNQ_CAP - 1)
 
-void playout_config_default(struct playout_config *cfg)
+void playout_config_seed(struct playout_config *cfg)
 {
 	cfg->creep_ppm = REMOLO_CREEP_PPM;
 	cfg->gap_reset_us = REMOLO_GAP_RESET_US;
@@ -28,6 +28,11 @@ void playout_config_default(struct playout_config *cfg)
 	cfg->late_min_us = REMOLO_LATE_MIN_US;
 	cfg->late_max_us = REMOLO_LATE_MAX_US;
 	cfg->idle_us = REMOLO_IDLE_US;
+}
+
+void playout_config_default(struct playout_config *cfg)
+{
+	playout_config_seed(cfg);
 }
 
 int playout_config_check(const struct playout_config *cfg)

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include "remolo_limits.h"
 
-/* Tuning, with the brief's values as defaults (playout_config_default). */
+/* Tuning, with the brief's values as the seed (playout_config_seed). */
 struct playout_config {
 	uint32_t creep_ppm;        /* offset creep between minima */
 	uint32_t gap_reset_us;     /* silence that forgets the offset */
@@ -149,12 +149,17 @@ struct btnq {
 /* ---- the whole receiver-side playout ------------------------------------ */
 #define PLAYOUT_BTN_PER_TICK 8
 
+struct playout_btn {
+	uint16_t code;
+	uint8_t down;
+};
+
 struct playout_out {
 	int32_t dx, dy;              /* REL_X, REL_Y */
 	int32_t wheel, hwheel;       /* REL_WHEEL, REL_HWHEEL (notches) */
 	int32_t wheel_hires, hwheel_hires; /* REL_*_HI_RES (1/120 notch) */
 	uint32_t nbtn;
-	struct { uint16_t code; uint8_t down; } btn[PLAYOUT_BTN_PER_TICK];
+	struct playout_btn btn[PLAYOUT_BTN_PER_TICK];
 	bool idle;                   /* nothing queued, last motion >= idle_us old */
 };
 
@@ -193,6 +198,9 @@ struct playout {
 	struct playout_stats stats;
 };
 
+/* The brief's policy, exactly (the REMOLO_* constants). */
+void playout_config_seed(struct playout_config *cfg);
+/* The policy the receiver runs: the seed plus measured improvements. */
 void playout_config_default(struct playout_config *cfg);
 /* 0, or -EINVAL when a value is out of range (the caller says which). */
 int playout_config_check(const struct playout_config *cfg);

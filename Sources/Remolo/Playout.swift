@@ -1,0 +1,255 @@
+internal import RemoloCore
+
+/// Remolo: a smooth pointer over Wi-Fi.
+public enum Remolo {
+    public static let version = "0.1.0"
+    /// Motion travels in Q8 fixed point: this many units per pixel (or per
+    /// 1/120 wheel notch).
+    public static let unitsPerPixel: Int32 = Int32(REMOLO_Q8_ONE)
+    /// The drain timer's period (480 Hz).
+    public static let tickNanoseconds: UInt64 = UInt64(REMOLO_TICK_NS)
+}
+
+/// The playout policy's knobs. `.seed` holds the brief's values; `.default`
+/// is what the receiver runs.
+public struct PlayoutConfig: Sendable, Equatable {
+    public var creepPPM: UInt32
+    public var gapResetUs: UInt32
+    public var stepResetUs: UInt32
+    public var window: UInt32
+    public var quantilePermille: UInt32
+    public var delayMarginUs: UInt32
+    public var delayMinUs: UInt32
+    public var delayMaxUs: UInt32
+    public var delayStartUs: UInt32
+    public var shrinkPermille: UInt32
+    public var segMinUs: UInt32
+    public var segMaxUs: UInt32
+    public var lateMinUs: UInt32
+    public var lateMaxUs: UInt32
+    public var idleUs: UInt32
+
+    /// The policy the receiver runs.
+    public static var `default`: PlayoutConfig {
+        var c = playout_config()
+        playout_config_default(&c)
+        return PlayoutConfig(c)
+    }
+
+    /// The brief's policy, exactly: kept for comparison.
+    public static var seed: PlayoutConfig {
+        var c = playout_config()
+        playout_config_seed(&c)
+        return PlayoutConfig(c)
+    }
+
+    init(_ c: playout_config) {
+        creepPPM = c.creep_ppm; gapResetUs = c.gap_reset_us; stepResetUs = c.step_reset_us
+        window = c.window; quantilePermille = c.quantile_permille
+        delayMarginUs = c.delay_margin_us; delayMinUs = c.delay_min_us
+        delayMaxUs = c.delay_max_us; delayStartUs = c.delay_start_us
+        shrinkPermille = c.shrink_permille; segMinUs = c.seg_min_us; segMaxUs = c.seg_max_us
+        lateMinUs = c.late_min_us; lateMaxUs = c.late_max_us; idleUs = c.idle_us
+    }
+
+    var c: playout_config {
+        playout_config(creep_ppm: creepPPM, gap_reset_us: gapResetUs, step_reset_us: stepResetUs,
+                       window: window, quantile_permille: quantilePermille,
+                       delay_margin_us: delayMarginUs, delay_min_us: delayMinUs,
+                       delay_max_us: delayMaxUs, delay_start_us: delayStartUs,
+                       shrink_permille: shrinkPermille, seg_min_us: segMinUs, seg_max_us: segMaxUs,
+                       late_min_us: lateMinUs, late_max_us: lateMaxUs, idle_us: idleUs)
+    }
+
+    /// Whether the core accepts these values.
+    public var isValid: Bool {
+        var cc = c
+        return playout_config_check(&cc) == 0
+    }
+}
+
+public struct PlayoutError: Error, Equatable, CustomStringConvertible {
+    public let description: String
+}
+
+public enum PacketKind: UInt8, Sendable {
+    case motion = 1, scroll = 2, button = 3, heartbeat = 4
+}
+
+/// One decoded pointer packet, stamped with the sender's clock.
+public struct PointerPacket: Sendable, Equatable {
+    public var senderTimeUs: UInt64
+    public var kind: PacketKind
+    /// Motion: dx, dy in Q8 px. Scroll: vertical, horizontal in Q8 hi-res
+    /// wheel units (positive = up / right). Button: unused.
+    public var a: Int32
+    public var b: Int32
+    /// Button: the evdev code (BTN_LEFT = 0x110 ...) and the new state.
+    public var code: UInt16
+    public var down: Bool
+
+    public init(senderTimeUs: UInt64, kind: PacketKind, a: Int32 = 0, b: Int32 = 0,
+                code: UInt16 = 0, down: Bool = false) {
+        self.senderTimeUs = senderTimeUs; self.kind = kind; self.a = a; self.b = b
+        self.code = code; self.down = down
+    }
+
+    public static func motion(dx: Int32, dy: Int32, at t: UInt64) -> PointerPacket {
+        PointerPacket(senderTimeUs: t, kind: .motion, a: dx, b: dy)
+    }
+    public static func scroll(vertical: Int32, horizontal: Int32, at t: UInt64) -> PointerPacket {
+        PointerPacket(senderTimeUs: t, kind: .scroll, a: vertical, b: horizontal)
+    }
+    public static func button(_ code: UInt16, down: Bool, at t: UInt64) -> PointerPacket {
+        PointerPacket(senderTimeUs: t, kind: .button, code: code, down: down)
+    }
+    public static func heartbeat(at t: UInt64) -> PointerPacket {
+        PointerPacket(senderTimeUs: t, kind: .heartbeat)
+    }
+
+    var c: playout_pkt {
+        playout_pkt(tx_us: senderTimeUs, a: a, b: b, code: code, kind: kind.rawValue, down: down ? 1 : 0)
+    }
+}
+
+/// What happened to a pushed packet.
+public enum PushResult: Int32, Sendable {
+    case onTime = 0, late = 1, merged = 2, forced = 3, rejected = 4
+}
+
+public struct ButtonChange: Sendable, Equatable {
+    public var code: UInt16
+    public var down: Bool
+    public init(code: UInt16, down: Bool) { self.code = code; self.down = down }
+}
+
+/// One drain tick's output: integer deltas for one evdev frame.
+public struct PlayoutFrame: Sendable, Equatable {
+    public var dx: Int32 = 0
+    public var dy: Int32 = 0
+    public var wheel: Int32 = 0
+    public var hwheel: Int32 = 0
+    public var wheelHiRes: Int32 = 0
+    public var hwheelHiRes: Int32 = 0
+    /// Button changes in order; at most one per button per frame.
+    public var buttons: ButtonChanges = ButtonChanges()
+    /// Nothing queued and the last motion is older than the idle time: the
+    /// drain timer may stop.
+    public var idle: Bool = false
+
+    public init() {}
+
+    public var isEmpty: Bool {
+        dx == 0 && dy == 0 && wheel == 0 && hwheel == 0 && wheelHiRes == 0 && hwheelHiRes == 0
+            && buttons.isEmpty
+    }
+}
+
+/// Up to eight button changes, stored inline so a tick never allocates.
+public struct ButtonChanges: RandomAccessCollection, Sendable, Equatable {
+    typealias Storage = (ButtonChange, ButtonChange, ButtonChange, ButtonChange,
+                         ButtonChange, ButtonChange, ButtonChange, ButtonChange)
+    static let capacity = 8
+    private var storage: Storage
+    public private(set) var count: Int = 0
+
+    public init() {
+        let z = ButtonChange(code: 0, down: false)
+        storage = (z, z, z, z, z, z, z, z)
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+    public subscript(i: Int) -> ButtonChange {
+        precondition(i >= 0 && i < count, "button index out of range")
+        return withUnsafeBytes(of: storage) { $0.load(fromByteOffset: i * MemoryLayout<ButtonChange>.stride, as: ButtonChange.self) }
+    }
+
+    mutating func append(_ b: ButtonChange) {
+        precondition(count < Self.capacity)
+        withUnsafeMutableBytes(of: &storage) {
+            $0.storeBytes(of: b, toByteOffset: count * MemoryLayout<ButtonChange>.stride, as: ButtonChange.self)
+        }
+        count += 1
+    }
+
+    public static func == (l: ButtonChanges, r: ButtonChanges) -> Bool { l.elementsEqual(r) }
+}
+
+public struct PlayoutStats: Sendable, Equatable {
+    public var packets: UInt64
+    public var late: UInt64
+    public var merged: UInt64
+    public var forced: UInt64
+    public var clamped: UInt64
+    public var clockResets: UInt64
+    public var clockSteps: UInt64
+    public var buttonsCollapsed: UInt64
+    public var rejected: UInt64
+}
+
+/// The receiver's playout: push packets as they arrive, tick at 480 Hz.
+/// Owns its fixed-size state; nothing allocates after init.
+public final class Playout {
+    let p: UnsafeMutablePointer<playout>
+
+    public init(config: PlayoutConfig = .default) throws(PlayoutError) {
+        p = .allocate(capacity: 1)
+        var c = config.c
+        if playout_init(p, &c) != 0 {
+            p.deallocate()
+            throw PlayoutError(description: "invalid playout configuration \(config): delays must satisfy min <= start <= max <= 60 s, window 1...\(REMOLO_WINDOW_MAX), permille <= 1000, segments <= 1 s")
+        }
+    }
+
+    deinit { p.deallocate() }
+
+    public var config: PlayoutConfig { PlayoutConfig(p.pointee.cfg) }
+
+    /// Feeds one packet that arrived at `arrivalUs` (receiver clock).
+    @discardableResult
+    public func push(_ packet: PointerPacket, arrivalUs: UInt64) -> PushResult {
+        var pkt = packet.c
+        return PushResult(rawValue: playout_push(p, arrivalUs, &pkt)) ?? .rejected
+    }
+
+    /// One drain tick at `nowUs` (receiver clock).
+    public func tick(nowUs: UInt64) -> PlayoutFrame {
+        var o = playout_out()
+        playout_tick(p, nowUs, &o)
+        var f = PlayoutFrame()
+        f.dx = o.dx; f.dy = o.dy; f.wheel = o.wheel; f.hwheel = o.hwheel
+        f.wheelHiRes = o.wheel_hires; f.hwheelHiRes = o.hwheel_hires; f.idle = o.idle
+        if o.nbtn > 0 {
+            withUnsafeBytes(of: o.btn) { raw in
+                let b = raw.bindMemory(to: playout_btn.self)
+                for i in 0..<Int(o.nbtn) {
+                    f.buttons.append(ButtonChange(code: b[i].code, down: b[i].down != 0))
+                }
+            }
+        }
+        return f
+    }
+
+    /// Makes everything queued due now and releases every button afterwards
+    /// (end of a session: nothing lost, nothing stuck).
+    public func flush(nowUs: UInt64) { playout_flush(p, nowUs) }
+
+    /// The current playout delay (jitter buffer size), microseconds.
+    public var delayUs: UInt32 { p.pointee.delay.delay_us }
+    /// The current clock offset (receiver - sender), microseconds.
+    public var offsetUs: Int64 { p.pointee.clock.offset_us }
+    /// Segments waiting or playing.
+    public var queuedSegments: Int { Int(p.pointee.q.tail &- p.pointee.q.head) }
+    /// Q8 motion not yet emitted as whole pixels: x, y, wheel, hwheel.
+    public var remainders: (Int64, Int64, Int64, Int64) {
+        (p.pointee.acc.0, p.pointee.acc.1, p.pointee.acc.2, p.pointee.acc.3)
+    }
+
+    public var stats: PlayoutStats {
+        let s = p.pointee.stats
+        return PlayoutStats(packets: s.packets, late: s.late, merged: s.merged, forced: s.forced,
+                            clamped: s.clamped, clockResets: s.clock_resets, clockSteps: s.clock_steps,
+                            buttonsCollapsed: s.btn_collapsed, rejected: s.rejected)
+    }
+}
