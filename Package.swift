@@ -46,6 +46,8 @@ let package = Package(
                     path: "Tests/WireTests"),
         .testTarget(name: "SessionTests", dependencies: ["Remolo", "RemoloCore", "CSodium"],
                     path: "Tests/SessionTests"),
+        .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloCore"],
+                    path: "Tests/LabTests"),
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
         .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloCore", "CEvdev"],
                     path: "Tests/VMTests"),

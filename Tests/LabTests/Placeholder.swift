@@ -1,0 +1,4 @@
+import Testing
+
+// Replaced as the LabTests suite lands.
+@Test func labTestsBuild() { #expect(Bool(true)) }
