@@ -1,0 +1,63 @@
+import RemoloCore
+
+/// Deterministic PRNG (SplitMix64) so every random test replays exactly.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func seedConfig() -> playout_config {
+    var c = playout_config()
+    playout_config_seed(&c)
+    return c
+}
+
+/// A C playout on the heap, initialised with the seed policy (or `cfg`).
+final class CorePlayout {
+    let p = UnsafeMutablePointer<playout>.allocate(capacity: 1)
+    init(_ cfg: playout_config = seedConfig()) {
+        var c = cfg
+        precondition(playout_init(p, &c) == 0)
+    }
+    deinit { p.deallocate() }
+
+    @discardableResult
+    func push(rx: UInt64, tx: UInt64, kind: playout_kind = PLAYOUT_KIND_MOTION,
+              a: Int32 = 0, b: Int32 = 0, code: UInt16 = 0, down: Bool = false) -> Int32 {
+        var pkt = playout_pkt(tx_us: tx, a: a, b: b, code: code, kind: UInt8(kind.rawValue), down: down ? 1 : 0)
+        return playout_push(p, rx, &pkt)
+    }
+
+    func tick(_ now: UInt64) -> playout_out {
+        var o = playout_out()
+        playout_tick(p, now, &o)
+        return o
+    }
+
+    var delay: UInt32 { p.pointee.delay.delay_us }
+    var offset: Int64 { p.pointee.clock.offset_us }
+    var queued: UInt32 { p.pointee.q.tail &- p.pointee.q.head }
+    func segment(_ i: UInt32) -> segment {
+        withUnsafeBytes(of: p.pointee.q.seg) { raw in
+            raw.bindMemory(to: RemoloCore.segment.self)[Int((p.pointee.q.head &+ i) & (REMOLO_SEGQ_CAP - 1))]
+        }
+    }
+}
+
+let tickUs = UInt64(REMOLO_TICK_NS) / 1000
+
+extension playout_out {
+    var buttons: [(UInt16, Bool)] {
+        withUnsafeBytes(of: btn) { raw in
+            let b = raw.bindMemory(to: playout_btn.self)
+            return (0..<Int(nbtn)).map { (b[$0].code, b[$0].down != 0) }
+        }
+    }
+}
