@@ -1,1 +1,155 @@
-func coreBenches() -> [BenchCase] { [] }
+import BenchSupport
+import Remolo
+import RemoloCore
+
+/// A 120 Hz stream with Wi-Fi-like jitter, precomputed so the timed loops
+/// measure only the core.
+private struct Stream {
+    var tx: [UInt64] = []
+    var rx: [UInt64] = []
+    var dx: [Int32] = []
+    init(count: Int, seed: UInt64) {
+        var s = seed
+        func next() -> UInt64 {
+            s &+= 0x9E37_79B9_7F4A_7C15
+            var z = s
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        for k in 0..<count {
+            let t = UInt64(k) * 8_333 + 1_000_000
+            tx.append(t)
+            rx.append(t + 3_000_000 + next() % 12_000)
+            dx.append(Int32(truncatingIfNeeded: next() % 4_096) - 2_048)
+        }
+    }
+}
+
+private func newPlayout() -> UnsafeMutablePointer<playout> {
+    let p = UnsafeMutablePointer<playout>.allocate(capacity: 1)
+    _ = playout_init(p, nil)
+    return p
+}
+
+/// `core.packet_ns`: one motion packet through offset + delay + enqueue,
+/// with the queue drained between batches (untimed) so it never fills.
+private func packetNs(_ s: BenchSettings) -> Double {
+    let n = 64
+    let stream = Stream(count: 1 << 16, seed: 1)
+    let p = newPlayout()
+    defer { p.deallocate() }
+    var k = 0
+    var total: Double = 0
+    var samples: [Double] = []
+    let batches = s.iterations(2_000)
+    for _ in 0..<s.repetitions {
+        total = 0
+        for _ in 0..<batches {
+            var o = playout_out()
+            let t0 = monotonicNs()
+            for _ in 0..<n {
+                let i = k & (stream.tx.count - 1)
+                var pkt = playout_pkt(tx_us: stream.tx[i] &+ UInt64(k >> 16) * 600_000_000, a: stream.dx[i], b: -stream.dx[i],
+                                      code: 0, kind: UInt8(PLAYOUT_KIND_MOTION.rawValue), down: 0)
+                _ = playout_push(p, stream.rx[i] &+ UInt64(k >> 16) * 600_000_000, &pkt)
+                k += 1
+            }
+            total += Double(monotonicNs() - t0)
+            playout_flush(p, p.pointee.last_now_us)
+            playout_tick(p, p.pointee.last_now_us, &o)
+        }
+        samples.append(total / Double(batches * n))
+    }
+    return median(samples)
+}
+
+/// `core.tick_ns.N`: one drain tick with N segments playing.
+private func tickNs(_ s: BenchSettings, active: Int) -> Double {
+    let p = newPlayout()
+    defer { p.deallocate() }
+    var samples: [Double] = []
+    let rounds = s.iterations(20_000)
+    for _ in 0..<s.repetitions {
+        var total: Double = 0
+        for r in 0..<rounds {
+            // N overlapping 50 ms segments, all started; time each tick
+            // halfway through them.
+            _ = playout_init(p, nil)
+            let base = UInt64(r) * 1_000_000 + 10_000_000
+            for j in 0..<active {
+                _ = segq_push(&p.pointee.q, UInt8(PLAYOUT_KIND_MOTION.rawValue), base + UInt64(j), 50_000,
+                              Int64(1_000 + j), Int64(-j))
+            }
+            var o = playout_out()
+            let now = base + 20_000
+            let t0 = monotonicNs()
+            playout_tick(p, now, &o)
+            playout_tick(p, now + 2_083, &o)
+            playout_tick(p, now + 4_166, &o)
+            playout_tick(p, now + 6_249, &o)
+            total += Double(monotonicNs() - t0)
+        }
+        samples.append(total / Double(rounds * 4))
+    }
+    return median(samples)
+}
+
+/// `core.allocs_per_1e6`: heap allocations while 10^6 packets and their
+/// 480 Hz ticks go through the core (via the Swift `Playout` wrapper, as
+/// the receiver drives it), after a warm-up.
+private func allocsPer1e6(_ s: BenchSettings) -> Double {
+    let count = s.quick ? 100_000 : 1_000_000
+    let stream = Stream(count: 1 << 16, seed: 2)
+    guard let playout = try? Playout() else { return .nan }
+    var nextTick: UInt64 = 0
+    var sink: Int64 = 0
+    func run(_ n: Int, from: Int) {
+        for k in from..<(from + n) {
+            let i = k & (stream.tx.count - 1)
+            let lap = UInt64(k >> 16) * 600_000_000
+            let rx = stream.rx[i] + lap
+            while nextTick <= rx {
+                let f = playout.tick(nowUs: nextTick)
+                sink &+= Int64(f.dx) &+ Int64(f.buttons.count)
+                nextTick += 2_083
+            }
+            let kind: PacketKind = k % 17 == 0 ? .button : (k % 5 == 0 ? .scroll : .motion)
+            playout.push(PointerPacket(senderTimeUs: stream.tx[i] + lap, kind: kind, a: stream.dx[i], b: 3,
+                                       code: 0x110, down: k % 34 == 0), arrivalUs: rx)
+        }
+    }
+    nextTick = stream.rx[0]
+    run(10_000, from: 0)               // warm-up
+    let before = bench_allocations()
+    run(count, from: 10_000)
+    let after = bench_allocations()
+    blackHole(sink)
+    return Double(after - before) * 1_000_000 / Double(count)
+}
+
+/// Proof that the counter counts: one known allocation must show.
+private func counterWorks() -> Bool {
+    let before = bench_allocations()
+    let p = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 8)
+    let after = bench_allocations()
+    p.deallocate()
+    return after > before
+}
+
+func coreBenches() -> [BenchCase] {
+    [
+        BenchCase(name: "core.packet_ns") { s in
+            [BenchResult(name: "core.packet_ns", value: packetNs(s), unit: "ns")]
+        },
+        BenchCase(name: "core.tick_ns") { s in
+            [1, 8, 64].map { BenchResult(name: "core.tick_ns.\($0)", value: tickNs(s, active: $0), unit: "ns") }
+        },
+        BenchCase(name: "core.allocs_per_1e6") { s in
+            guard counterWorks() else {
+                return [BenchResult(name: "core.allocs_per_1e6", value: .nan, unit: "allocs (counter not interposed)")]
+            }
+            return [BenchResult(name: "core.allocs_per_1e6", value: allocsPer1e6(s), unit: "allocs")]
+        },
+    ]
+}
