@@ -35,7 +35,8 @@ let package = Package(
         // Counts heap allocations for Bench (malloc interposer, executable-local).
         .target(name: "BenchSupport", path: "Bench/Support"),
 
-        .target(name: "Remolo", dependencies: ["RemoloCore", "CSodium"], path: "Sources/Remolo"),
+        .target(name: "Remolo", dependencies: ["RemoloCore", "CSodium"], path: "Sources/Remolo",
+                exclude: ["Session/PROTOCOL-session.md"]),
         .executableTarget(name: "remolo", dependencies: ["Remolo"], path: "Sources/remolo"),
         .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloCore", "BenchSupport"],
                           path: "Bench/Sources"),

@@ -1,4 +1,0 @@
-import Testing
-
-// Replaced as the SessionTests suite lands.
-@Test func SessionTestsBuilds() { #expect(Bool(true)) }
