@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sealed pointer datagrams (brief part 2): seal on the sender, open on the
+ * receiver's hot path. ChaCha20-Poly1305 as specified by RFC 8439 (the
+ * IETF variant: 256-bit key, 96-bit nonce, 128-bit tag), from libsodium.
+ *
+ * ---- Datagram layout (one UDP payload, exactly 49 bytes) ----------------
+ *
+ * All integers little-endian. Offsets in bytes.
+ *
+ *   off len  field
+ *     0   8  session id      cleartext; the 8 random bytes the receiver
+ *                            handed out in the handshake, as given
+ *     8   8  counter         cleartext; u64, starts at 0, +1 per datagram
+ *    16  17  ciphertext      ChaCha20 encryption of the 17-byte plaintext:
+ *                              pt[0]      kind   u8
+ *                              pt[1..4]   a      i32
+ *                              pt[5..8]   b      i32
+ *                              pt[9..16]  tx_us  u64, sender clock, us
+ *    33  16  tag             Poly1305 tag
+ *
+ *   key   = the 32-byte datagram key (sender -> receiver) of the session
+ *   nonce = 00 00 00 00 || counter as u64 LE   (12 bytes; RFC 8439 2.8
+ *           builds the 96-bit nonce from a 32-bit constant, here zero,
+ *           and a 64-bit IV, here the counter)
+ *   aad   = bytes 0..15 (session id || counter), so neither can be
+ *           changed or moved to another session without failing the tag
+ *   ciphertext || tag = AEAD_CHACHA20_POLY1305(key, nonce, plaintext, aad)
+ *                       (RFC 8439 2.8; Python: ChaCha20Poly1305(key)
+ *                       .encrypt(nonce, plaintext, aad))
+ *
+ * Kinds and their fields (Q8 = 256 units per pixel, or per 1/120 notch):
+ *   1 motion     a = dx, b = dy, Q8 pixels (x right, y down)
+ *   2 scroll     a = vertical, b = horizontal, Q8 hi-res wheel units
+ *                (positive = up / right, as REL_WHEEL / REL_HWHEEL)
+ *   3 button     a = Linux BTN_* code (0..65535), b = 1 down / 0 up
+ *   4 heartbeat  a = b = 0; keeps the sender's radio awake, feeds the
+ *                clock estimate, moves nothing
+ * Anything else after a valid tag is dropped as WIRE_DROP_BAD_KIND; a
+ * known kind with out-of-range fields as WIRE_DROP_BAD_FIELD.
+ *
+ * ---- Replay rule: strictly increasing counter ---------------------------
+ *
+ * A session accepts a datagram only if its counter is greater than every
+ * counter that session has accepted so far. Gaps are allowed (lost
+ * datagrams cost nothing); a late datagram older than the newest accepted
+ * one is dropped as WIRE_DROP_REPLAY, even if it was never seen. RFC 6479
+ * would keep a bitmap and accept such a late, unseen datagram; we do not:
+ *  - the brief fixes it ("a late, older datagram is rejected as a replay");
+ *  - the playout clock already treats a datagram that misses its slot as
+ *    lost motion, and at 120 Hz one lost delta is invisible;
+ *  - a late button event applied after a newer one could invert press and
+ *    release and leave a button stuck;
+ *  - the state is one u64 per session, checked before any crypto, with no
+ *    bitmap to get wrong.
+ * The newest counter moves only after the tag verifies: a forged datagram
+ * (any counter) cannot push the window forward and block the real sender.
+ * A datagram with a valid tag but a bad kind or field still consumes its
+ * counter: it came from the key holder, and replaying it must not count
+ * twice.
+ *
+ * Style: caller-owned structs, no allocation, no locks. One thread owns a
+ * struct wire (the receive loop); wire_seal is stateless.
+ */
+#ifndef REMOLO_WIRE_H
+#define REMOLO_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "remolo_playout.h"
+
+/* ---- sizes -------------------------------------------------------------- */
+#define WIRE_ID_LEN          8u
+#define WIRE_KEY_LEN         32u     /* crypto_aead_chacha20poly1305_ietf_KEYBYTES */
+#define WIRE_TAG_LEN         16u     /* crypto_aead_chacha20poly1305_ietf_ABYTES */
+#define WIRE_NONCE_LEN       12u     /* crypto_aead_chacha20poly1305_ietf_NPUBBYTES */
+#define WIRE_HDR_LEN         16u     /* session id + counter, the aad */
+#define WIRE_PT_LEN          17u     /* kind + a + b + tx_us */
+#define WIRE_DATAGRAM_LEN    49u     /* header + plaintext + tag */
+
+#define WIRE_OFF_ID          0u
+#define WIRE_OFF_COUNTER     8u
+#define WIRE_OFF_CT          16u
+#define WIRE_OFF_TAG         33u
+
+#define WIRE_PT_OFF_KIND     0u
+#define WIRE_PT_OFF_A        1u
+#define WIRE_PT_OFF_B        5u
+#define WIRE_PT_OFF_TX       9u
+
+/* The 32-bit constant part of the nonce (RFC 8439 2.8) for datagrams. */
+#define WIRE_NONCE_FIXED     0u
+
+/* ---- capacity ----------------------------------------------------------- */
+/* Live sessions one receiver opens datagrams for (a few paired senders,
+ * each possibly reconnecting while its old session drains). */
+#define REMOLO_SESSIONS_MAX  32u
+/* Open-addressing index over the sessions: a power of two, at least twice
+ * the capacity so probe runs stay short. */
+#define WIRE_INDEX_SLOTS     64u
+
+_Static_assert(WIRE_DATAGRAM_LEN == WIRE_HDR_LEN + WIRE_PT_LEN + WIRE_TAG_LEN, "datagram: 8 + 8 + 17 + 16");
+_Static_assert(WIRE_OFF_TAG == WIRE_OFF_CT + WIRE_PT_LEN, "tag follows the ciphertext");
+_Static_assert(WIRE_PT_OFF_TX + 8 == WIRE_PT_LEN, "plaintext ends with tx_us");
+_Static_assert((WIRE_INDEX_SLOTS & (WIRE_INDEX_SLOTS - 1)) == 0, "index: power of two");
+_Static_assert(WIRE_INDEX_SLOTS >= 2 * REMOLO_SESSIONS_MAX, "index load <= 1/2");
+_Static_assert(REMOLO_SESSIONS_MAX <= 255, "index entries are u8 (slot + 1)");
+
+/* ---- drop reasons ------------------------------------------------------- */
+/* wire_open returns the slot (>= 0) or minus one of these (not errno). */
+enum wire_drop {
+	WIRE_DROP_SHORT = 1,           /* fewer than WIRE_DATAGRAM_LEN bytes */
+	WIRE_DROP_LONG = 2,            /* more than WIRE_DATAGRAM_LEN bytes */
+	WIRE_DROP_UNKNOWN_SESSION = 3, /* no live session has this id */
+	WIRE_DROP_REPLAY = 4,          /* counter <= newest accepted counter */
+	WIRE_DROP_BAD_TAG = 5,         /* forged, corrupted or wrong key */
+	WIRE_DROP_BAD_KIND = 6,        /* authentic, kind not 1..4 */
+	WIRE_DROP_BAD_FIELD = 7,       /* authentic, fields invalid for the kind */
+	WIRE_DROP_COUNT = 8,           /* array size; index 0 unused */
+};
+
+struct wire_stats {
+	uint64_t opened;
+	uint64_t drop[WIRE_DROP_COUNT];  /* by enum wire_drop */
+};
+
+/* ---- sessions ----------------------------------------------------------- */
+struct wire_session {
+	uint8_t key[WIRE_KEY_LEN];
+	uint8_t id[WIRE_ID_LEN];
+	uint64_t newest;               /* newest accepted counter, if any_seen */
+	uint64_t opened;               /* datagrams accepted */
+	uint64_t rejected;             /* replays and bad tags for this id */
+	uint8_t any_seen;
+	uint8_t live;
+};
+
+struct wire {
+	struct wire_session sess[REMOLO_SESSIONS_MAX];
+	uint8_t index[WIRE_INDEX_SLOTS]; /* 0 = empty, else slot + 1 */
+	uint32_t nsessions;
+	struct wire_stats stats;
+};
+
+/* What an opened datagram yields. */
+struct wire_rx {
+	struct playout_pkt pkt;        /* ready for playout_push */
+	uint64_t counter;
+	uint8_t id[WIRE_ID_LEN];
+	uint32_t slot;
+};
+
+/* Initialises libsodium (picks the fast ChaCha20/Poly1305 code); 0 or -1.
+ * wire_init calls it; a sender that only seals calls it once itself. */
+int wire_crypto_init(void);
+
+/* Empties the table. 0, or -1 when libsodium cannot initialise. */
+int wire_init(struct wire *w);
+/* Wipes every key (sodium_memzero) and empties the table. */
+void wire_deinit(struct wire *w);
+
+/* Adds a session; returns its slot (>= 0), -EEXIST if the id is live,
+ * -ENOSPC when REMOLO_SESSIONS_MAX sessions are live. Counters start fresh. */
+int wire_add_session(struct wire *w, const uint8_t id[WIRE_ID_LEN], const uint8_t key[WIRE_KEY_LEN]);
+/* Wipes and removes a session: 0 or -ENOENT. */
+int wire_remove_session(struct wire *w, const uint8_t id[WIRE_ID_LEN]);
+/* The slot of a live id, or -ENOENT. */
+int wire_lookup(const struct wire *w, const uint8_t id[WIRE_ID_LEN]);
+
+/* Opens one datagram: the slot (>= 0) with *out filled, or -enum wire_drop
+ * (counted in w->stats; *out untouched). */
+int wire_open(struct wire *w, const uint8_t *buf, size_t len, struct wire_rx *out);
+
+/* Seals pkt (kind, a/b or code/down, tx_us) as the datagram with this
+ * counter into out. Returns WIRE_DATAGRAM_LEN, -ENOSPC if cap is too small,
+ * -EINVAL for an unknown kind or a button with down > 1. The caller never
+ * reuses a counter under one key (that would reuse the nonce). */
+int wire_seal(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,
+	      const struct playout_pkt *pkt, uint8_t *out, size_t cap);
+
+/* ---- the AEAD itself (RFC 8439 2.8), as wire_open/wire_seal use it ------ */
+/* nonce = fixed (u32 LE) || iv (u64 LE). Seal writes ptlen + WIRE_TAG_LEN
+ * bytes (ciphertext || tag) to out and returns that count. Open checks the
+ * tag over ct (ctlen >= WIRE_TAG_LEN, tag last) before decrypting anything;
+ * it returns ctlen - WIRE_TAG_LEN with the plaintext in out, or -1 with out
+ * unspecified (never trust it). */
+int wire_aead_seal(uint8_t *out, const uint8_t *pt, size_t ptlen, const uint8_t *ad, size_t adlen,
+		   uint32_t fixed, uint64_t iv, const uint8_t key[WIRE_KEY_LEN]);
+int wire_aead_open(uint8_t *out, const uint8_t *ct, size_t ctlen, const uint8_t *ad, size_t adlen,
+		   uint32_t fixed, uint64_t iv, const uint8_t key[WIRE_KEY_LEN]);
+
+#endif

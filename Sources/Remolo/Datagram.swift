@@ -1,0 +1,325 @@
+// Sealed pointer datagrams: the Swift face of CSources/RemoloCore/wire.c.
+// The layout and the replay rule are specified in remolo_wire.h (and
+// Tests/Interop/PROTOCOL-datagram.md). No C type appears in this API.
+internal import CSodium
+internal import RemoloCore
+
+/// Why `DatagramOpener` refused a datagram. Raw values are the C
+/// `enum wire_drop`.
+public enum DatagramDropReason: Int, Error, CaseIterable, Sendable {
+    /// Fewer than `Datagram.byteCount` bytes.
+    case short = 1
+    /// More than `Datagram.byteCount` bytes.
+    case long = 2
+    /// No live session has this id.
+    case unknownSession = 3
+    /// The counter is not newer than the newest accepted one (replayed,
+    /// duplicated, or late).
+    case replay = 4
+    /// Forged, corrupted, or sealed under another key.
+    case badTag = 5
+    /// Authentic, but the kind is unknown.
+    case badKind = 6
+    /// Authentic, known kind, fields out of range.
+    case badField = 7
+}
+
+/// Datagram layer errors outside the receive path.
+public enum DatagramError: Error, Equatable, Sendable {
+    case badKeyLength(Int)
+    case badSessionIDLength(Int)
+    case sessionExists
+    case tableFull
+    /// The sealer used the last counter; the session must be rekeyed.
+    case counterExhausted
+    case bufferTooSmall(needed: Int)
+}
+
+/// The kind byte of a datagram (the C `enum playout_kind`).
+public enum DatagramKind: UInt8, CaseIterable, Sendable {
+    case motion = 1
+    case scroll = 2
+    case button = 3
+    case heartbeat = 4
+}
+
+/// What one datagram carries. Deltas are Q8 fixed point: 256 units per
+/// pixel (motion) or per 1/120 wheel notch (scroll).
+public enum DatagramPayload: Equatable, Sendable {
+    /// Pointer movement, x right and y down.
+    case motion(dx: Int32, dy: Int32)
+    /// Wheel movement, positive = up / right.
+    case scroll(vertical: Int32, horizontal: Int32)
+    /// A Linux `BTN_*` code pressed or released.
+    case button(code: UInt16, down: Bool)
+    /// Keeps the sender's radio awake and the clock estimate fresh.
+    case heartbeat
+
+    public var kind: DatagramKind {
+        switch self {
+        case .motion: .motion
+        case .scroll: .scroll
+        case .button: .button
+        case .heartbeat: .heartbeat
+        }
+    }
+}
+
+/// One pointer datagram's content: a payload stamped with the sender's clock.
+public struct Datagram: Equatable, Sendable {
+    /// Bytes on the wire: id 8 + counter 8 + sealed 17 + tag 16.
+    public static let byteCount = Int(WIRE_DATAGRAM_LEN)
+
+    public var payload: DatagramPayload
+    /// Sender clock, microseconds.
+    public var senderTimeMicros: UInt64
+
+    public init(_ payload: DatagramPayload, senderTimeMicros: UInt64) {
+        self.payload = payload
+        self.senderTimeMicros = senderTimeMicros
+    }
+
+    var packet: playout_pkt {
+        var p = playout_pkt()
+        p.tx_us = senderTimeMicros
+        p.kind = payload.kind.rawValue
+        switch payload {
+        case let .motion(dx, dy): (p.a, p.b) = (dx, dy)
+        case let .scroll(v, h): (p.a, p.b) = (v, h)
+        case let .button(code, down): (p.code, p.down) = (code, down ? 1 : 0)
+        case .heartbeat: break
+        }
+        return p
+    }
+
+    /// From a packet that wire_open accepted (kind and fields already checked).
+    init(packet p: playout_pkt) {
+        let payload: DatagramPayload
+        switch Int(p.kind) {
+        case Int(PLAYOUT_KIND_MOTION.rawValue): payload = .motion(dx: p.a, dy: p.b)
+        case Int(PLAYOUT_KIND_SCROLL.rawValue): payload = .scroll(vertical: p.a, horizontal: p.b)
+        case Int(PLAYOUT_KIND_BUTTON.rawValue): payload = .button(code: p.code, down: p.down != 0)
+        default: payload = .heartbeat
+        }
+        self.init(payload, senderTimeMicros: p.tx_us)
+    }
+}
+
+/// The 8-byte session id the receiver hands out in the handshake; sent in
+/// clear at the head of every datagram.
+public struct DatagramSessionID: Hashable, Sendable, CustomStringConvertible {
+    public static let byteCount = Int(WIRE_ID_LEN)
+    /// The bytes, in wire order.
+    public let bytes: [UInt8]
+
+    public init(bytes: some Collection<UInt8>) throws {
+        guard bytes.count == Self.byteCount else { throw DatagramError.badSessionIDLength(bytes.count) }
+        self.bytes = Array(bytes)
+    }
+
+    /// A fresh random id (libsodium's CSPRNG).
+    public static func random() -> DatagramSessionID {
+        var b = [UInt8](repeating: 0, count: byteCount)
+        _ = wire_crypto_init()
+        randombytes_buf(&b, b.count)
+        return try! DatagramSessionID(bytes: b)
+    }
+
+    /// Lowercase hex, wire order.
+    public var description: String {
+        let digits = Array("0123456789abcdef")
+        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
+    }
+}
+
+/// Secret bytes, zeroed when the last copy of the key goes away.
+final class DatagramSecret: @unchecked Sendable { // immutable after init
+    let pointer: UnsafeMutablePointer<UInt8>
+    let count: Int
+
+    init(count: Int) {
+        self.count = count
+        pointer = .allocate(capacity: count)
+        pointer.initialize(repeating: 0, count: count)
+    }
+
+    deinit {
+        sodium_memzero(pointer, count)
+        pointer.deallocate()
+    }
+}
+
+/// The 32-byte datagram key (sender to receiver) from the handshake.
+public struct DatagramKey: Sendable {
+    public static let byteCount = Int(WIRE_KEY_LEN)
+    let secret: DatagramSecret
+
+    public init(bytes: some Collection<UInt8>) throws {
+        guard bytes.count == Self.byteCount else { throw DatagramError.badKeyLength(bytes.count) }
+        secret = DatagramSecret(count: Self.byteCount)
+        for (i, b) in bytes.enumerated() { secret.pointer[i] = b }
+    }
+
+    /// A fresh random key (libsodium's CSPRNG); for tests and benchmarks.
+    public static func random() -> DatagramKey {
+        _ = wire_crypto_init()
+        let k = try! DatagramKey(bytes: [UInt8](repeating: 0, count: byteCount))
+        randombytes_buf(k.secret.pointer, byteCount)
+        return k
+    }
+
+    func withPointer<R>(_ body: (UnsafePointer<UInt8>) throws -> R) rethrows -> R {
+        try withExtendedLifetime(secret) { try body(secret.pointer) }
+    }
+}
+
+/// Seals the datagrams of one session, numbering them with the counter
+/// nonce. Never copy a sealer and use both copies: that reuses nonces.
+public struct DatagramSealer: Sendable {
+    public let key: DatagramKey
+    public let session: DatagramSessionID
+    /// The counter the next datagram gets.
+    public private(set) var nextCounter: UInt64
+    private var exhausted = false
+
+    public init(key: DatagramKey, session: DatagramSessionID, firstCounter: UInt64 = 0) {
+        precondition(wire_crypto_init() == 0, "libsodium failed to initialise")
+        self.key = key
+        self.session = session
+        nextCounter = firstCounter
+    }
+
+    /// Seals into `buffer` (at least `Datagram.byteCount` bytes); returns
+    /// the byte count. For a send loop that reuses one buffer.
+    public mutating func seal(_ datagram: Datagram, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard !exhausted else { throw DatagramError.counterExhausted }
+        let n = try Self.seal(datagram, counter: nextCounter, key: key, session: session, into: buffer)
+        if nextCounter == .max { exhausted = true } else { nextCounter += 1 }
+        return n
+    }
+
+    public mutating func seal(_ datagram: Datagram) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Datagram.byteCount)
+        _ = try out.withUnsafeMutableBytes { try seal(datagram, into: $0) }
+        return out
+    }
+
+    /// One datagram with an explicit counter (tests, tools). The caller
+    /// must never seal two datagrams with one counter under one key.
+    public static func seal(_ datagram: Datagram, counter: UInt64, key: DatagramKey,
+                            session: DatagramSessionID) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Datagram.byteCount)
+        _ = out.withUnsafeMutableBytes { try! seal(datagram, counter: counter, key: key, session: session, into: $0) }
+        return out
+    }
+
+    static func seal(_ datagram: Datagram, counter: UInt64, key: DatagramKey, session: DatagramSessionID,
+                     into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard buffer.count >= Datagram.byteCount, let base = buffer.baseAddress else {
+            throw DatagramError.bufferTooSmall(needed: Datagram.byteCount)
+        }
+        var pkt = datagram.packet
+        let r = key.withPointer { k in
+            session.bytes.withUnsafeBufferPointer { id in
+                wire_seal(k, id.baseAddress, counter, &pkt, base.assumingMemoryBound(to: UInt8.self), buffer.count)
+            }
+        }
+        // Every payload the enum can express is sealable.
+        precondition(r == Datagram.byteCount, "wire_seal: \(r)")
+        return Int(r)
+    }
+}
+
+/// A datagram that opened: which session, its counter, and its content.
+public struct OpenedDatagram: Equatable, Sendable {
+    public let session: DatagramSessionID
+    /// The session's slot in the table (0 ..< DatagramOpener.capacity).
+    public let slot: Int
+    public let counter: UInt64
+    public let datagram: Datagram
+}
+
+/// Counters of the open path.
+public struct DatagramStats: Equatable, Sendable {
+    public var opened: UInt64
+    public var drops: [DatagramDropReason: UInt64]
+
+    public subscript(reason: DatagramDropReason) -> UInt64 { drops[reason] ?? 0 }
+    public var dropped: UInt64 { drops.values.reduce(0, +) }
+}
+
+/// The receiver's session table: opens datagrams of up to `capacity` live
+/// sessions, enforcing the replay rule per session. Not thread-safe: one
+/// receive loop owns it. Keys are wiped on removal and on deinit.
+public final class DatagramOpener {
+    public static let capacity = Int(REMOLO_SESSIONS_MAX)
+    private let table: UnsafeMutablePointer<wire>
+
+    public init() {
+        table = .allocate(capacity: 1)
+        precondition(wire_init(table) == 0, "libsodium failed to initialise")
+    }
+
+    deinit {
+        wire_deinit(table)
+        table.deallocate()
+    }
+
+    public var sessionCount: Int { Int(table.pointee.nsessions) }
+
+    /// Adds a session; returns its slot.
+    @discardableResult
+    public func addSession(_ id: DatagramSessionID, key: DatagramKey) throws -> Int {
+        let r = key.withPointer { k in id.bytes.withUnsafeBufferPointer { wire_add_session(table, $0.baseAddress, k) } }
+        if r >= 0 { return Int(r) }
+        // The only refusals: the id is live (-EEXIST) or the table is full.
+        if contains(id) { throw DatagramError.sessionExists }
+        precondition(sessionCount == Self.capacity, "wire_add_session: \(r)")
+        throw DatagramError.tableFull
+    }
+
+    /// Wipes and removes a session; false if it was not live.
+    @discardableResult
+    public func removeSession(_ id: DatagramSessionID) -> Bool {
+        id.bytes.withUnsafeBufferPointer { wire_remove_session(table, $0.baseAddress) } == 0
+    }
+
+    public func contains(_ id: DatagramSessionID) -> Bool { slot(of: id) != nil }
+
+    func slot(of id: DatagramSessionID) -> Int? {
+        let r = id.bytes.withUnsafeBufferPointer { wire_lookup(table, $0.baseAddress) }
+        return r >= 0 ? Int(r) : nil
+    }
+
+    /// The newest counter this session accepted, nil before the first.
+    public func newestCounter(of id: DatagramSessionID) -> UInt64? {
+        guard let s = slot(of: id) else { return nil }
+        let sess = withUnsafeBytes(of: table.pointee.sess) {
+            $0.load(fromByteOffset: s * MemoryLayout<wire_session>.stride, as: wire_session.self)
+        }
+        return sess.any_seen != 0 ? sess.newest : nil
+    }
+
+    public func open(_ bytes: UnsafeRawBufferPointer) -> Result<OpenedDatagram, DatagramDropReason> {
+        var rx = wire_rx()
+        let r = wire_open(table, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &rx)
+        guard r >= 0 else { return .failure(DatagramDropReason(rawValue: Int(-r))!) }
+        let id = withUnsafeBytes(of: rx.id) { try! DatagramSessionID(bytes: $0) }
+        return .success(OpenedDatagram(session: id, slot: Int(r), counter: rx.counter,
+                                       datagram: Datagram(packet: rx.pkt)))
+    }
+
+    public func open(_ bytes: [UInt8]) -> Result<OpenedDatagram, DatagramDropReason> {
+        bytes.withUnsafeBytes { open($0) }
+    }
+
+    public var stats: DatagramStats {
+        let s = table.pointee.stats
+        var drops: [DatagramDropReason: UInt64] = [:]
+        withUnsafeBytes(of: s.drop) { raw in
+            let counts = raw.bindMemory(to: UInt64.self)
+            for reason in DatagramDropReason.allCases { drops[reason] = counts[reason.rawValue] }
+        }
+        return DatagramStats(opened: s.opened, drops: drops)
+    }
+}

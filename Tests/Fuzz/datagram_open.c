@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer harness for the datagram open path (remolo_wire.h), built and
+ * run by Tests/Fuzz/run under ASan and UBSan. Besides crashes it checks
+ * the rules the receiver relies on and aborts when one breaks:
+ *  - raw input: every open is counted exactly once; an accepted datagram
+ *    has a known kind and canonical fields, its counter is newer than
+ *    anything the session accepted, and opening it again is a replay;
+ *  - the first 25 bytes as counter + plaintext, sealed under the test key:
+ *    opens (or is refused for its kind or fields, never otherwise), reseals
+ *    to the same bytes, and any one-bit flip is refused;
+ *  - the bytes as add/remove operations on the session table: lookups
+ *    agree with a plain list after every step.
+ * Seeds: Tests/Fuzz/corpus/datagram_open/ (Tests/Fuzz/make_corpus_datagram_open.py).
+ */
+// fuzz-sources: CSources/RemoloCore/wire.c
+// fuzz-libs: -lsodium
+// fuzz-options: -max_len=512
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "remolo_wire.h"
+
+#define CHECK(x) do { if (!(x)) abort(); } while (0)
+
+/* The test sessions the seed corpus is sealed for: key byte i = i (A) and
+ * 0x80 + i (B); ids "remolo-A" and "remolo-B". */
+static uint8_t key_a[WIRE_KEY_LEN], key_b[WIRE_KEY_LEN];
+static const uint8_t id_a[WIRE_ID_LEN] = { 'r', 'e', 'm', 'o', 'l', 'o', '-', 'A' };
+static const uint8_t id_b[WIRE_ID_LEN] = { 'r', 'e', 'm', 'o', 'l', 'o', '-', 'B' };
+
+static void setup(struct wire *w)
+{
+	CHECK(wire_init(w) == 0);
+	CHECK(wire_add_session(w, id_a, key_a) == 0);
+	CHECK(wire_add_session(w, id_b, key_b) == 1);
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void check_pkt(const struct playout_pkt *p)
+{
+	CHECK(p->kind >= PLAYOUT_KIND_MOTION && p->kind <= PLAYOUT_KIND_HEARTBEAT);
+	if (p->kind == PLAYOUT_KIND_BUTTON)
+		CHECK(p->down <= 1 && p->a == 0 && p->b == 0);
+	else
+		CHECK(p->code == 0 && p->down == 0);
+	if (p->kind == PLAYOUT_KIND_HEARTBEAT)
+		CHECK(p->a == 0 && p->b == 0);
+}
+
+static void raw(const uint8_t *data, size_t size)
+{
+	struct wire w;
+	struct wire_rx rx;
+	uint64_t calls = 0, sum;
+	size_t chunk = size, n = 1;
+
+	setup(&w);
+	/* A whole number of datagrams is a sequence: replay state carries. */
+	if (size && size % WIRE_DATAGRAM_LEN == 0) {
+		chunk = WIRE_DATAGRAM_LEN;
+		n = size / WIRE_DATAGRAM_LEN;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *d = data + i * chunk;
+		struct wire_session before = w.sess[0];
+		struct wire_session before_b = w.sess[1];
+		int r = wire_open(&w, d, chunk, &rx);
+
+		calls++;
+		if (r >= 0) {
+			struct wire_session *was = r == 0 ? &before : &before_b;
+
+			CHECK(r <= 1 && rx.slot == (uint32_t)r);
+			CHECK(memcmp(rx.id, r == 0 ? id_a : id_b, WIRE_ID_LEN) == 0);
+			CHECK(rx.counter == le64(d + WIRE_OFF_COUNTER));
+			CHECK(!was->any_seen || rx.counter > was->newest);
+			check_pkt(&rx.pkt);
+			CHECK(wire_open(&w, d, chunk, &rx) == -WIRE_DROP_REPLAY);
+			calls++;
+		} else {
+			CHECK(r >= -(int)WIRE_DROP_BAD_FIELD);
+			/* Only an authentic datagram may move the counter. */
+			if (r != -WIRE_DROP_BAD_KIND && r != -WIRE_DROP_BAD_FIELD) {
+				CHECK(w.sess[0].newest == before.newest && w.sess[0].any_seen == before.any_seen);
+				CHECK(w.sess[1].newest == before_b.newest && w.sess[1].any_seen == before_b.any_seen);
+			}
+		}
+	}
+	sum = w.stats.opened;
+	for (int i = 0; i < WIRE_DROP_COUNT; i++)
+		sum += w.stats.drop[i];
+	CHECK(sum == calls && w.stats.drop[0] == 0);
+	wire_deinit(&w);
+}
+
+static void recipe(const uint8_t *data, size_t size)
+{
+	struct wire w;
+	struct wire_rx rx;
+	uint8_t dg[WIRE_DATAGRAM_LEN], again[WIRE_DATAGRAM_LEN];
+	uint64_t counter;
+	unsigned bit;
+	int r;
+
+	if (size < 8 + WIRE_PT_LEN)
+		return;
+	counter = le64(data);
+	memcpy(dg, id_a, WIRE_ID_LEN);
+	memcpy(dg + WIRE_OFF_COUNTER, data, 8);
+	CHECK(wire_aead_seal(dg + WIRE_OFF_CT, data + 8, WIRE_PT_LEN, dg, WIRE_HDR_LEN,
+			     WIRE_NONCE_FIXED, counter, key_a) == WIRE_PT_LEN + WIRE_TAG_LEN);
+
+	setup(&w);
+	r = wire_open(&w, dg, sizeof(dg), &rx);
+	CHECK(r == 0 || r == -WIRE_DROP_BAD_KIND || r == -WIRE_DROP_BAD_FIELD);
+	CHECK(w.sess[0].any_seen && w.sess[0].newest == counter);
+	if (r == 0) {
+		check_pkt(&rx.pkt);
+		CHECK(wire_seal(key_a, id_a, counter, &rx.pkt, again, sizeof(again)) == WIRE_DATAGRAM_LEN);
+		CHECK(memcmp(again, dg, sizeof(dg)) == 0);
+	}
+	CHECK(wire_open(&w, dg, sizeof(dg), &rx) == -WIRE_DROP_REPLAY);
+	wire_deinit(&w);
+
+	bit = size > 8 + WIRE_PT_LEN ? data[8 + WIRE_PT_LEN] : 0;
+	bit |= size > 9 + WIRE_PT_LEN ? (unsigned)data[9 + WIRE_PT_LEN] << 8 : 0;
+	bit %= WIRE_DATAGRAM_LEN * 8;
+	dg[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	setup(&w);
+	r = wire_open(&w, dg, sizeof(dg), &rx);
+	CHECK(r == -WIRE_DROP_BAD_TAG || r == -WIRE_DROP_UNKNOWN_SESSION);
+	CHECK(!w.sess[0].any_seen && !w.sess[1].any_seen);
+	wire_deinit(&w);
+}
+
+/* Ids that share bytes, so their index homes collide often. */
+#define CHURN_IDS 48
+
+static void churn(const uint8_t *data, size_t size)
+{
+	struct wire w;
+	uint8_t present[CHURN_IDS] = { 0 };
+	uint8_t id[WIRE_ID_LEN] = { 0 };
+	uint32_t live = 0;
+
+	CHECK(wire_init(&w) == 0);
+	for (size_t i = 0; i < size && i < 96; i++) {
+		unsigned which = (data[i] & 0x7f) % CHURN_IDS;
+		int r;
+
+		id[0] = (uint8_t)which;
+		if (data[i] & 0x80) {
+			r = wire_remove_session(&w, id);
+			CHECK(present[which] ? r == 0 : r < 0);
+			live -= present[which];
+			present[which] = 0;
+		} else {
+			r = wire_add_session(&w, id, key_a);
+			if (present[which])
+				CHECK(r < 0);
+			else if (live == REMOLO_SESSIONS_MAX)
+				CHECK(r < 0);
+			else {
+				CHECK(r >= 0 && (uint32_t)r < REMOLO_SESSIONS_MAX);
+				present[which] = 1;
+				live++;
+			}
+		}
+		CHECK(w.nsessions == live);
+		for (unsigned k = 0; k < CHURN_IDS; k++) {
+			id[0] = (uint8_t)k;
+			r = wire_lookup(&w, id);
+			CHECK(present[k] ? (r >= 0 && memcmp(w.sess[r].id, id, WIRE_ID_LEN) == 0) : r < 0);
+		}
+	}
+	wire_deinit(&w);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!key_a[1]) {
+		for (unsigned i = 0; i < WIRE_KEY_LEN; i++) {
+			key_a[i] = (uint8_t)i;
+			key_b[i] = (uint8_t)(0x80 + i);
+		}
+	}
+	raw(data, size);
+	recipe(data, size);
+	churn(data, size);
+	return 0;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Writes the seed corpus of Tests/Fuzz/datagram_open.c: datagrams sealed
+(by the independent Python implementation) under the harness's test keys,
+plus edge cases. Rerun after changing the layout:
+    python3 Tests/Fuzz/make_corpus_datagram_open.py
+"""
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "Interop"))
+import datagram as dg  # noqa: E402
+
+KEY_A = bytes(range(32))
+KEY_B = bytes(0x80 + i for i in range(32))
+ID_A, ID_B = b"remolo-A", b"remolo-B"
+OUT = os.path.join(HERE, "corpus", "datagram_open")
+BTN_LEFT = 0x110
+
+
+def a(counter, kind, x=0, y=0, tx=1_000_000):
+    return dg.seal(KEY_A, ID_A, counter, kind, x, y, tx)
+
+
+def recipe(counter, kind, x, y, tx, flip=0):
+    # The harness's second reading: counter + plaintext, then a bit index.
+    return struct.pack("<QBiiQH", counter, kind, x, y, tx, flip)
+
+
+seeds = {
+    "motion": a(0, dg.MOTION, 3 * 256 + 17, -5 * 256),
+    "scroll": a(1, dg.SCROLL, 120 * 256, -60 * 256),
+    "button_down": a(2, dg.BUTTON, BTN_LEFT, 1),
+    "button_up": a(3, dg.BUTTON, BTN_LEFT, 0),
+    "heartbeat": a(4, dg.HEARTBEAT),
+    "session_b": dg.seal(KEY_B, ID_B, 9, dg.MOTION, 1, 1, 5),
+    "counter_max": a(2**64 - 1, dg.MOTION, 1, 1),
+    "extreme_deltas": a(5, dg.MOTION, -2**31, 2**31 - 1, 2**64 - 1),
+    "bad_kind": a(6, 9, 0, 0),
+    "bad_kind_zero": a(6, 0, 0, 0),
+    "bad_button_down": a(7, dg.BUTTON, BTN_LEFT, 2),
+    "bad_button_code": a(7, dg.BUTTON, 0x10000, 1),
+    "bad_heartbeat": a(8, dg.HEARTBEAT, 1, 0),
+    "sequence": a(10, dg.MOTION, 1, 2) + a(11, dg.SCROLL, 3, 4) + a(15, dg.BUTTON, BTN_LEFT, 1),
+    "sequence_replay": a(20, dg.MOTION, 1) + a(20, dg.MOTION, 1) + a(19, dg.MOTION, 2) + a(21, dg.HEARTBEAT),
+    "sequence_two_sessions": a(1, dg.MOTION, 1) + dg.seal(KEY_B, ID_B, 0, dg.MOTION, 2, 2, 2) + a(2, dg.MOTION, 3),
+    "unknown_session": dg.seal(KEY_A, b"nobody!!", 0, dg.MOTION, 1, 1, 1),
+    "wrong_key": dg.seal(KEY_B, ID_A, 0, dg.MOTION, 1, 1, 1),
+    "short": a(0, dg.MOTION, 1, 1)[:48],
+    "long": a(0, dg.MOTION, 1, 1) + b"\x00",
+    "empty": b"",
+    "header_only": ID_A + bytes(8),
+    "recipe_button": recipe(3, dg.BUTTON, BTN_LEFT + 2, 1, 77, flip=100),
+    "recipe_bad_kind": recipe(1, 200, 5, 5, 1, flip=391),
+    "churn": bytes([0, 1, 2, 3, 0x81, 4, 0x80, 0x83, 5, 6, 0x82] + list(range(7, 48)) + [0x90, 0xA0, 0x85]),
+}
+tampered = bytearray(seeds["motion"])
+tampered[40] ^= 0x80
+seeds["bad_tag"] = bytes(tampered)
+
+os.makedirs(OUT, exist_ok=True)
+for name, data in sorted(seeds.items()):
+    with open(os.path.join(OUT, name), "wb") as f:
+        f.write(data)
+print(f"{len(seeds)} seeds in {os.path.relpath(OUT)}")

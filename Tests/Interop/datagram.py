@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""An independent implementation of Remolo's sealed pointer datagram,
+written from the layout in Tests/Interop/PROTOCOL-datagram.md (the same text
+heads CSources/RemoloCore/include/remolo_wire.h), using only the
+`cryptography` package (PyPI) for ChaCha20-Poly1305 (RFC 8439).
+
+    datagram.py seal   stdin:  KEYHEX IDHEX COUNTER KIND A B TX_US   (one per line)
+                       stdout: DATAGRAMHEX
+    datagram.py open   stdin:  KEYHEX DATAGRAMHEX
+                       stdout: ok IDHEX COUNTER KIND A B TX_US
+                            or drop short|long|bad_tag|bad_kind|bad_field
+    datagram.py selftest
+
+`open` handles one datagram at a time; the replay rule (the counter must
+increase within a session) belongs to the caller that keeps sessions.
+"""
+import struct
+import sys
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+DATAGRAM_LEN = 49          # 8 id + 8 counter + 17 ciphertext + 16 tag
+HEADER = struct.Struct("<8sQ")        # session id, counter: the aad
+PLAINTEXT = struct.Struct("<BiiQ")    # kind, a, b, tx_us
+MOTION, SCROLL, BUTTON, HEARTBEAT = 1, 2, 3, 4
+
+
+def nonce(counter):
+    # 96-bit nonce: 32-bit constant 0, then the 64-bit counter, little-endian.
+    return b"\x00\x00\x00\x00" + struct.pack("<Q", counter)
+
+
+def seal(key, session_id, counter, kind, a, b, tx_us):
+    header = HEADER.pack(session_id, counter)
+    plaintext = PLAINTEXT.pack(kind, a, b, tx_us)
+    return header + ChaCha20Poly1305(key).encrypt(nonce(counter), plaintext, header)
+
+
+def open_datagram(key, datagram):
+    if len(datagram) < DATAGRAM_LEN:
+        return ("drop", "short")
+    if len(datagram) > DATAGRAM_LEN:
+        return ("drop", "long")
+    header = datagram[:HEADER.size]
+    session_id, counter = HEADER.unpack(header)
+    try:
+        plaintext = ChaCha20Poly1305(key).decrypt(nonce(counter), datagram[HEADER.size:], header)
+    except InvalidTag:
+        return ("drop", "bad_tag")
+    kind, a, b, tx_us = PLAINTEXT.unpack(plaintext)
+    if kind not in (MOTION, SCROLL, BUTTON, HEARTBEAT):
+        return ("drop", "bad_kind")
+    if kind == BUTTON and not (0 <= a <= 0xFFFF and b in (0, 1)):
+        return ("drop", "bad_field")
+    if kind == HEARTBEAT and (a, b) != (0, 0):
+        return ("drop", "bad_field")
+    return ("ok", session_id, counter, kind, a, b, tx_us)
+
+
+def selftest():
+    # RFC 8439 section 2.8.2: the AEAD this layout is built on.
+    key = bytes(range(0x80, 0xA0))
+    iv = bytes.fromhex("070000004041424344454647")
+    aad = bytes.fromhex("50515253c0c1c2c3c4c5c6c7")
+    text = (b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip "
+            b"for the future, sunscreen would be it.")
+    out = ChaCha20Poly1305(key).encrypt(iv, text, aad)
+    assert out[-16:].hex() == "1ae10b594f09e26a7e902ecbd0600691", out[-16:].hex()
+    k = bytes(32)
+    d = seal(k, b"12345678", 7, MOTION, -256, 512, 99)
+    assert len(d) == DATAGRAM_LEN and open_datagram(k, d) == ("ok", b"12345678", 7, MOTION, -256, 512, 99)
+    bad = bytearray(d)
+    bad[20] ^= 1
+    assert open_datagram(k, bytes(bad)) == ("drop", "bad_tag")
+    print("ok")
+
+
+def main(argv):
+    mode = argv[1] if len(argv) > 1 else ""
+    if mode == "selftest":
+        selftest()
+        return 0
+    if mode not in ("seal", "open"):
+        sys.stderr.write(__doc__)
+        return 2
+    for line in sys.stdin:
+        f = line.split()
+        if not f:
+            continue
+        if mode == "seal":
+            key, sid = bytes.fromhex(f[0]), bytes.fromhex(f[1])
+            counter, kind, a, b, tx = (int(x) for x in f[2:7])
+            print(seal(key, sid, counter, kind, a, b, tx).hex())
+        else:
+            r = open_datagram(bytes.fromhex(f[0]), bytes.fromhex(f[1]) if len(f) > 1 else b"")
+            if r[0] == "ok":
+                print("ok", r[1].hex(), *r[2:])
+            else:
+                print("drop", r[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

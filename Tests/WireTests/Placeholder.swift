@@ -1,4 +1,0 @@
-import Testing
-
-// Replaced as the WireTests suite lands.
-@Test func WireTestsBuilds() { #expect(Bool(true)) }
