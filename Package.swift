@@ -47,6 +47,8 @@ let package = Package(
                     path: "Tests/WireTests"),
         .testTarget(name: "SessionTests", dependencies: ["Remolo", "RemoloCore", "CSodium"],
                     path: "Tests/SessionTests"),
+        .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloCore"],
+                    path: "Tests/ReceiverTests"),
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloCore"],
                     path: "Tests/LabTests"),
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
