@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uinput pointer device (see remolo_ptrdev.h).
+ *
+ * libevdev creates the device (it knows the uinput ioctl dance across kernel
+ * versions), but frames are written straight to the uinput fd: libevdev's
+ * libevdev_uinput_write_event costs one write() per event, and a reader
+ * could then wake up between events of one tick.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <libevdev/libevdev.h>
+#include <libevdev/libevdev-uinput.h>
+
+#include "remolo_ptrdev.h"
+
+static const unsigned int rel_axes[REMOLO_PTRDEV_AXES] = {
+	REL_X, REL_Y, REL_WHEEL, REL_HWHEEL, REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES,
+};
+
+_Static_assert(PLAYOUT_BTN_FIRST == BTN_LEFT, "playout buttons start at BTN_LEFT");
+_Static_assert(PLAYOUT_BTN_FIRST + PLAYOUT_BTN_COUNT - 1 == BTN_TASK,
+	       "playout buttons end at BTN_TASK");
+
+int ptrdev_init(struct ptrdev *d, const char *name)
+{
+	unsigned int i;
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+
+	d->dev = libevdev_new();
+	if (!d->dev)
+		return -ENOMEM;
+	libevdev_set_name(d->dev, name ? name : REMOLO_PTRDEV_NAME);
+	libevdev_set_id_bustype(d->dev, BUS_VIRTUAL);
+	/* Fixed ids so udev rules and hwdb entries can match the device. */
+	libevdev_set_id_vendor(d->dev, 0x1d6b);
+	libevdev_set_id_product(d->dev, 0x5245);
+	libevdev_set_id_version(d->dev, 1);
+
+	/* INPUT_PROP_POINTER plus REL_X/Y and BTN_LEFT is what libinput and
+	 * udev's input_id take for a mouse. */
+	ret = libevdev_enable_property(d->dev, INPUT_PROP_POINTER);
+	for (i = 0; ret == 0 && i < REMOLO_PTRDEV_AXES; i++)
+		ret = libevdev_enable_event_code(d->dev, EV_REL, rel_axes[i], NULL);
+	for (i = 0; ret == 0 && i < PLAYOUT_BTN_COUNT; i++)
+		ret = libevdev_enable_event_code(d->dev, EV_KEY, PLAYOUT_BTN_FIRST + i, NULL);
+	if (ret) {
+		ret = -EINVAL;
+		goto err;
+	}
+
+	/* Managed: libevdev opens /dev/uinput (O_CLOEXEC) and closes it in
+	 * destroy; errors come back as -errno from open() and the ioctls. */
+	ret = libevdev_uinput_create_from_device(d->dev, LIBEVDEV_UINPUT_OPEN_MANAGED, &d->uidev);
+	if (ret < 0)
+		goto err;
+	d->fd = libevdev_uinput_get_fd(d->uidev);
+	return 0;
+
+err:
+	libevdev_free(d->dev);
+	d->dev = NULL;
+	d->uidev = NULL;
+	return ret;
+}
+
+static void put(struct input_event *ev, int *n, unsigned int type, unsigned int code, int value)
+{
+	/* The kernel stamps uinput events itself: the time field is ignored. */
+	memset(&ev[*n], 0, sizeof(ev[*n]));
+	ev[*n].type = (uint16_t)type;
+	ev[*n].code = (uint16_t)code;
+	ev[*n].value = value;
+	(*n)++;
+}
+
+int ptrdev_encode(struct input_event *ev, size_t cap, const struct playout_out *out,
+		  uint8_t *held)
+{
+	uint8_t state = *held, touched = 0;
+	int n = 0;
+	uint32_t i;
+
+	if (cap < REMOLO_PTRDEV_FRAME_MAX || out->nbtn > PLAYOUT_BTN_PER_TICK)
+		return -EINVAL;
+	for (i = 0; i < out->nbtn; i++) {
+		if (out->btn[i].code < PLAYOUT_BTN_FIRST ||
+		    out->btn[i].code >= PLAYOUT_BTN_FIRST + PLAYOUT_BTN_COUNT)
+			return -EINVAL;
+	}
+
+	/* The kernel drops zero relative events; skipping them here keeps the
+	 * frame what a reader will actually see. */
+	if (out->dx)
+		put(ev, &n, EV_REL, REL_X, out->dx);
+	if (out->dy)
+		put(ev, &n, EV_REL, REL_Y, out->dy);
+	/* Hi-res first, then the legacy notch, as the kernel's HID driver
+	 * orders them for a hi-res wheel. */
+	if (out->wheel_hires)
+		put(ev, &n, EV_REL, REL_WHEEL_HI_RES, out->wheel_hires);
+	if (out->wheel)
+		put(ev, &n, EV_REL, REL_WHEEL, out->wheel);
+	if (out->hwheel_hires)
+		put(ev, &n, EV_REL, REL_HWHEEL_HI_RES, out->hwheel_hires);
+	if (out->hwheel)
+		put(ev, &n, EV_REL, REL_HWHEEL, out->hwheel);
+
+	/* Buttons come after motion, so a press lands where the pointer has
+	 * moved to. A button already used in this frame closes it first:
+	 * down and up inside one frame would be a click nobody sees. */
+	for (i = 0; i < out->nbtn; i++) {
+		uint8_t bit = (uint8_t)(1u << (out->btn[i].code - PLAYOUT_BTN_FIRST));
+
+		if (touched & bit) {
+			put(ev, &n, EV_SYN, SYN_REPORT, 0);
+			touched = 0;
+		}
+		touched |= bit;
+		put(ev, &n, EV_KEY, out->btn[i].code, out->btn[i].down ? 1 : 0);
+		if (out->btn[i].down)
+			state |= bit;
+		else
+			state &= (uint8_t)~bit;
+	}
+
+	if (n == 0)
+		return 0;
+	put(ev, &n, EV_SYN, SYN_REPORT, 0);
+	*held = state;
+	return n;
+}
+
+static int write_frame(struct ptrdev *d, int n)
+{
+	size_t len = (size_t)n * sizeof(d->frame[0]);
+	ssize_t w;
+
+	do {
+		w = write(d->fd, d->frame, len);
+	} while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	/* uinput takes whole events or fails; a short count means the kernel
+	 * refused the rest. */
+	if ((size_t)w != len)
+		return -EIO;
+	return (int)w;
+}
+
+int ptrdev_write(struct ptrdev *d, const struct playout_out *out)
+{
+	uint8_t held = d->held;
+	int n, ret;
+
+	if (!d->uidev)
+		return -ENODEV;
+	n = ptrdev_encode(d->frame, REMOLO_PTRDEV_FRAME_MAX, out, &held);
+	if (n <= 0)
+		return n;
+	ret = write_frame(d, n);
+	/* Only what reached the kernel counts as held. */
+	if (ret > 0)
+		d->held = held;
+	return ret;
+}
+
+const char *ptrdev_devnode(const struct ptrdev *d)
+{
+	if (!d->uidev)
+		return NULL;
+	return libevdev_uinput_get_devnode(d->uidev);
+}
+
+int ptrdev_release(struct ptrdev *d)
+{
+	struct playout_out up;
+	unsigned int i;
+
+	if (!d->uidev)
+		return -ENODEV;
+	memset(&up, 0, sizeof(up));
+	for (i = 0; i < PLAYOUT_BTN_COUNT; i++) {
+		if (d->held & (1u << i)) {
+			up.btn[up.nbtn].code = (uint16_t)(PLAYOUT_BTN_FIRST + i);
+			up.btn[up.nbtn].down = 0;
+			up.nbtn++;
+		}
+	}
+	return ptrdev_write(d, &up);
+}
+
+void ptrdev_deinit(struct ptrdev *d)
+{
+	/* Best effort: the kernel drops a destroyed device's keys too, but
+	 * only an explicit release reaches every reader in order before the
+	 * device goes away. */
+	if (d->uidev)
+		(void)ptrdev_release(d);
+	if (d->uidev)
+		libevdev_uinput_destroy(d->uidev);
+	if (d->dev)
+		libevdev_free(d->dev);
+	d->uidev = NULL;
+	d->dev = NULL;
+	d->fd = -1;
+	d->held = 0;
+}

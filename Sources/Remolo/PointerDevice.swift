@@ -1,0 +1,178 @@
+internal import Glibc
+internal import RemoloCore
+
+/// Why the pointer device failed, with what to do about it.
+public struct PointerDeviceError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// The errno value (positive), as the kernel reported it.
+    public let errno: Int32
+    /// What was being done: "create" or "write".
+    public let operation: String
+    /// A sentence for the user: what went wrong and how to fix it.
+    public let message: String
+
+    public var description: String { message }
+
+    /// The udev rule that lets members of the `input` group create devices.
+    public static let udevRule = #"KERNEL=="uinput", GROUP="input", MODE="0660""#
+
+    init(errno: Int32, operation: String) {
+        self.errno = errno
+        self.operation = operation
+        self.message = Self.explain(errno: errno, operation: operation)
+    }
+
+    static func explain(errno e: Int32, operation: String) -> String {
+        switch (operation, e) {
+        case ("create", ENOENT), ("create", ENODEV), ("create", ENXIO):
+            return "cannot create the pointer device: /dev/uinput does not exist (the uinput "
+                + "module is not loaded). Fix: `sudo modprobe uinput`; to load it at every boot: "
+                + "`echo uinput | sudo tee /etc/modules-load.d/uinput.conf`."
+        case ("create", EACCES), ("create", EPERM):
+            return "cannot create the pointer device: no permission to open /dev/uinput. Fix: "
+                + "add the udev rule `\(udevRule)` (e.g. `echo '\(udevRule)' | sudo tee "
+                + "/etc/udev/rules.d/60-remolo-uinput.rules`), run `sudo udevadm control --reload "
+                + "&& sudo udevadm trigger /dev/uinput`, then `sudo usermod -aG input $USER` and "
+                + "log in again; or run as root."
+        case ("devnode", _):
+            return "the pointer device has no /dev/input/event node: the evdev module is not "
+                + "loaded. Fix: `sudo modprobe evdev`."
+        case (_, EINVAL):
+            return "\(operation) pointer device: invalid frame or device (EINVAL): a button "
+                + "code outside BTN_LEFT...BTN_TASK or more than 8 button changes in one frame."
+        case ("write", ENODEV):
+            return "write pointer device: the device is closed or was removed (ENODEV)."
+        default:
+            return "\(operation) pointer device: \(String(cString: strerror(e))) (errno \(e))."
+        }
+    }
+}
+
+/// One evdev frame for the pointer device. Zero fields are left out of the
+/// frame; an empty frame writes nothing.
+public struct PointerFrame: Sendable, Equatable {
+    public struct Button: Sendable, Equatable {
+        /// An evdev code, BTN_LEFT (0x110) ... BTN_TASK (0x117).
+        public var code: UInt16
+        public var down: Bool
+        public init(code: UInt16, down: Bool) { self.code = code; self.down = down }
+
+        public static let left: UInt16 = 0x110
+        public static let right: UInt16 = 0x111
+        public static let middle: UInt16 = 0x112
+        public static let side: UInt16 = 0x113
+        public static let extra: UInt16 = 0x114
+    }
+
+    /// REL_X / REL_Y, pixels.
+    public var dx: Int32
+    public var dy: Int32
+    /// REL_WHEEL / REL_HWHEEL, whole notches (positive = up / right).
+    public var wheel: Int32
+    public var hwheel: Int32
+    /// REL_WHEEL_HI_RES / REL_HWHEEL_HI_RES, 1/120 of a notch.
+    public var wheelHiRes: Int32
+    public var hwheelHiRes: Int32
+    /// Button changes, in order; at most 8 per frame.
+    public var buttons: [Button]
+
+    public init(dx: Int32 = 0, dy: Int32 = 0, wheel: Int32 = 0, hwheel: Int32 = 0,
+                wheelHiRes: Int32 = 0, hwheelHiRes: Int32 = 0, buttons: [Button] = []) {
+        self.dx = dx; self.dy = dy
+        self.wheel = wheel; self.hwheel = hwheel
+        self.wheelHiRes = wheelHiRes; self.hwheelHiRes = hwheelHiRes
+        self.buttons = buttons
+    }
+
+    /// Button changes one frame may carry.
+    public static let maxButtons = Int(PLAYOUT_BTN_PER_TICK)
+}
+
+/// A virtual pointer (mouse) created through /dev/uinput: what compositors
+/// and libinput see as the Remolo pointer. Each `write` is one frame, one
+/// write() ending in SYN_REPORT. Releasing the device first releases any
+/// button still held.
+public final class PointerDevice {
+    private let dev: UnsafeMutablePointer<ptrdev>
+    /// The evdev node the kernel made for the device, /dev/input/eventN.
+    public let devnode: String
+
+    /// The default device name, "Remolo pointer".
+    public static let defaultName = REMOLO_PTRDEV_NAME
+
+    public init(name: String = PointerDevice.defaultName) throws(PointerDeviceError) {
+        let d = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
+        let r = name.withCString { ptrdev_init(d, $0) }
+        guard r == 0 else {
+            d.deallocate()
+            throw PointerDeviceError(errno: -r, operation: "create")
+        }
+        guard let node = ptrdev_devnode(d) else {
+            ptrdev_deinit(d)
+            d.deallocate()
+            throw PointerDeviceError(errno: ENODEV, operation: "devnode")
+        }
+        devnode = String(cString: node)
+        dev = d
+    }
+
+    deinit {
+        ptrdev_deinit(dev)
+        dev.deallocate()
+    }
+
+    /// Writes one frame. Returns the bytes written (0 for an empty frame).
+    @discardableResult
+    public func write(_ frame: PointerFrame) throws(PointerDeviceError) -> Int {
+        guard frame.buttons.count <= PointerFrame.maxButtons else {
+            throw PointerDeviceError(errno: EINVAL, operation: "write")
+        }
+        var o = playout_out()
+        o.dx = frame.dx
+        o.dy = frame.dy
+        o.wheel = frame.wheel
+        o.hwheel = frame.hwheel
+        o.wheel_hires = frame.wheelHiRes
+        o.hwheel_hires = frame.hwheelHiRes
+        o.nbtn = UInt32(frame.buttons.count)
+        for (i, b) in frame.buttons.enumerated() {
+            ptrdev_out_set_btn(&o, UInt32(i), b.code, b.down ? 1 : 0)
+        }
+        return try write(o)
+    }
+
+    /// Writes one playout tick as one frame, without allocating: the
+    /// receiver's drain path.
+    @discardableResult
+    public func write(_ frame: PlayoutFrame) throws(PointerDeviceError) -> Int {
+        var o = playout_out()
+        o.dx = frame.dx
+        o.dy = frame.dy
+        o.wheel = frame.wheel
+        o.hwheel = frame.hwheel
+        o.wheel_hires = frame.wheelHiRes
+        o.hwheel_hires = frame.hwheelHiRes
+        o.nbtn = UInt32(frame.buttons.count)
+        for i in 0..<frame.buttons.count {
+            let b = frame.buttons[i]
+            ptrdev_out_set_btn(&o, UInt32(i), b.code, b.down ? 1 : 0)
+        }
+        return try write(o)
+    }
+
+    /// Releases every button still held, as one frame. Returns the bytes
+    /// written (0 when nothing is held). The device does this itself when it
+    /// goes away; a receiver calls it when a session ends.
+    @discardableResult
+    public func releaseAll() throws(PointerDeviceError) -> Int {
+        let r = ptrdev_release(dev)
+        guard r >= 0 else { throw PointerDeviceError(errno: -r, operation: "write") }
+        return Int(r)
+    }
+
+    private func write(_ o: playout_out) throws(PointerDeviceError) -> Int {
+        var o = o
+        let r = ptrdev_write(dev, &o)
+        guard r >= 0 else { throw PointerDeviceError(errno: -r, operation: "write") }
+        return Int(r)
+    }
+}

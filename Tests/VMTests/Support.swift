@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+/// Where the VM suite runs, and why a test may have to skip.
+enum VMEnv {
+    /// Set by Tests/VM/guest: inside the VM nothing may skip.
+    static let insideVM = ProcessInfo.processInfo.environment["REMOLO_VM"] == "1"
+    static let hasUinput = access("/dev/uinput", F_OK) == 0
+    static let isRoot = getuid() == 0
+
+    /// Kernel tests run where /dev/uinput exists, and always in the VM (where
+    /// a missing device is then a failure, not a skip).
+    static let kernel = insideVM || (hasUinput && isRoot)
+    static let kernelReason = Comment(rawValue:
+        "needs /dev/uinput and root (here: " + (hasUinput ? "uinput present" : "no /dev/uinput") + ", "
+        + (isRoot ? "root" : "not root") + "); run Tests/VM/suite for a real kernel in qemu")
+
+    static let netem = insideVM
+    static let netemReason: Comment =
+        "changes network namespaces and qdiscs: runs only inside the VM (Tests/VM/suite)"
+}
+
+/// The whole kernel-facing suite runs one test at a time: the guest has one
+/// vCPU, and the timing tests must not share it with the others.
+@Suite(.serialized) enum VMSuite {}
+
+struct CommandResult {
+    var status: Int32
+    var output: String
+}
+
+/// Runs a program to completion, stdout and stderr together.
+@discardableResult
+func run(_ path: String, _ args: String...) throws -> CommandResult {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    p.standardError = pipe
+    try p.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return CommandResult(status: p.terminationStatus, output: String(decoding: data, as: UTF8.self))
+}
+
+/// Runs a program that must succeed.
+func must(_ path: String, _ args: String...) throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    p.standardError = pipe
+    try p.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    let cmd = ([path] + args).joined(separator: " ")
+    try #require(p.terminationStatus == 0,
+                 "\(cmd) failed (\(p.terminationStatus)): \(String(decoding: data, as: UTF8.self))")
+}
+
+func monotonicNs() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
