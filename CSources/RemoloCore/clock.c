@@ -21,6 +21,11 @@ void clock_init(struct clock_est *c)
 	c->creep_rem = 0;
 	c->last_rx_us = 0;
 	c->valid = false;
+	c->win_start_us = 0;
+	c->win_min = 0;
+	c->prev_min = 0;
+	c->win_open = false;
+	c->prev_valid = false;
 }
 
 static int64_t diff(uint64_t a, uint64_t b)
@@ -34,6 +39,45 @@ static void rebase(struct clock_est *c, int64_t sample)
 	c->creep_rem = 0;
 }
 
+/* A reset or a step starts the windowed minimum afresh: samples from
+ * before it belong to another clock relation. */
+static void forget_windows(struct clock_est *c)
+{
+	c->win_open = false;
+	c->prev_valid = false;
+}
+
+/* Windowed minimum (rise_window_us != 0). Returns true when the offset
+ * rose: the smallest trip of the last two windows is slower than the
+ * offset, so the fastest trip the offset remembers no longer happens. */
+static bool window_rise(struct clock_est *c, const struct playout_config *cfg,
+			uint64_t rx_us, int64_t sample)
+{
+	bool rose = false;
+
+	if (c->win_open && (uint64_t)diff(rx_us, c->win_start_us) < cfg->rise_window_us) {
+		if (sample < c->win_min)
+			c->win_min = sample;
+		return false;
+	}
+	if (c->win_open) {
+		int64_t m = c->win_min;
+
+		if (c->prev_valid && c->prev_min < m)
+			m = c->prev_min;
+		if (c->prev_valid && m > c->offset_us) {
+			rebase(c, m);
+			rose = true;
+		}
+		c->prev_min = c->win_min;
+		c->prev_valid = true;
+	}
+	c->win_start_us = rx_us;
+	c->win_min = sample;
+	c->win_open = true;
+	return rose;
+}
+
 int clock_update(struct clock_est *c, const struct playout_config *cfg,
 		 uint64_t rx_us, uint64_t tx_us, uint64_t *lateness_us)
 {
@@ -43,6 +87,7 @@ int clock_update(struct clock_est *c, const struct playout_config *cfg,
 
 	if (__builtin_expect(!c->valid, 0)) {
 		rebase(c, sample);
+		forget_windows(c);
 		c->valid = true;
 		c->last_rx_us = rx_us;
 		*lateness_us = 0;
@@ -59,6 +104,7 @@ int clock_update(struct clock_est *c, const struct playout_config *cfg,
 
 	if ((uint64_t)elapsed > cfg->gap_reset_us) {
 		rebase(c, sample);
+		forget_windows(c);
 		*lateness_us = 0;
 		return CLOCK_EVENT_RESET;
 	}
@@ -71,9 +117,15 @@ int clock_update(struct clock_est *c, const struct playout_config *cfg,
 		c->creep_rem %= 1000000u;
 	}
 
+	if (cfg->rise_window_us && window_rise(c, cfg, rx_us, sample))
+		event = CLOCK_EVENT_RISE;
+
 	if (sample < c->offset_us) {
 		rebase(c, sample);
-		event = CLOCK_EVENT_MINIMUM;
+		/* A rise followed by a new minimum is still a rise overall: the
+		 * caller rebases the delay window on the net change. */
+		if (event != CLOCK_EVENT_RISE)
+			event = CLOCK_EVENT_MINIMUM;
 	}
 
 	/* sample >= offset here, but both may be far apart after a step:
@@ -81,6 +133,7 @@ int clock_update(struct clock_est *c, const struct playout_config *cfg,
 	*lateness_us = (uint64_t)sample - (uint64_t)c->offset_us;
 	if (__builtin_expect(*lateness_us > cfg->step_reset_us, 0)) {
 		rebase(c, sample);
+		forget_windows(c);
 		*lateness_us = 0;
 		return CLOCK_EVENT_STEP;
 	}

@@ -103,3 +103,22 @@ uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uin
 	}
 	return d->delay_us;
 }
+
+void delay_rebase(struct delay_est *d, const struct playout_config *cfg, uint64_t by_us)
+{
+	uint64_t target;
+
+	/* Subtracting a constant (floored at 0) keeps the sorted copy sorted. */
+	for (uint32_t i = 0; i < REMOLO_WINDOW_MAX; i++) {
+		d->ring[i] = d->ring[i] > by_us ? d->ring[i] - (uint32_t)by_us : 0;
+		d->sorted[i] = d->sorted[i] > by_us ? d->sorted[i] - (uint32_t)by_us : 0;
+	}
+	target = (uint64_t)delay_quantile(d, cfg) + cfg->delay_margin_us;
+	if (target < cfg->delay_min_us)
+		target = cfg->delay_min_us;
+	if (target > cfg->delay_max_us)
+		target = cfg->delay_max_us;
+	d->target_us = (uint32_t)target;
+	if (d->delay_us > target)
+		d->delay_us = d->delay_us - target > by_us ? d->delay_us - (uint32_t)by_us : (uint32_t)target;
+}

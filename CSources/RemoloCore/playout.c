@@ -28,11 +28,16 @@ void playout_config_seed(struct playout_config *cfg)
 	cfg->late_min_us = REMOLO_LATE_MIN_US;
 	cfg->late_max_us = REMOLO_LATE_MAX_US;
 	cfg->idle_us = REMOLO_IDLE_US;
+	cfg->seg_end_at_slot = 0;
+	cfg->frame_max_us = 0;
+	cfg->rise_window_us = 0;
 }
 
 void playout_config_default(struct playout_config *cfg)
 {
 	playout_config_seed(cfg);
+	cfg->frame_max_us = REMOLO_FRAME_MAX_US;
+	cfg->rise_window_us = REMOLO_RISE_WINDOW_US;
 }
 
 int playout_config_check(const struct playout_config *cfg)
@@ -48,6 +53,9 @@ int playout_config_check(const struct playout_config *cfg)
 		return -EINVAL;
 	if (cfg->seg_min_us > cfg->seg_max_us || cfg->seg_max_us > PLAYOUT_CFG_SEG_MAX_US ||
 	    cfg->late_min_us > cfg->late_max_us || cfg->late_max_us > PLAYOUT_CFG_SEG_MAX_US)
+		return -EINVAL;
+	if (cfg->seg_end_at_slot > 1 || cfg->frame_max_us > PLAYOUT_CFG_SEG_MAX_US ||
+	    cfg->rise_window_us > PLAYOUT_CFG_TIME_MAX_US)
 		return -EINVAL;
 	if (cfg->gap_reset_us > PLAYOUT_CFG_TIME_MAX_US || cfg->step_reset_us > PLAYOUT_CFG_TIME_MAX_US ||
 	    cfg->idle_us > PLAYOUT_CFG_TIME_MAX_US)
@@ -188,6 +196,12 @@ static int push_motion(struct playout *p, uint64_t rx_us, const struct playout_p
 		 * about its own pace (brief part 5). */
 		start = later(rx_us, p->q.tail_end_us);
 		dur = clamp_u(interval, cfg->late_min_us, cfg->late_max_us);
+	} else if (cfg->seg_end_at_slot) {
+		/* On time means rx <= slot. A packet that arrives inside its own
+		 * interval plays what is left of it faster rather than late. */
+		dur = clamp_u(interval, cfg->seg_min_us, cfg->seg_max_us);
+		start = later(slot_us - dur, rx_us);
+		dur = (uint32_t)(slot_us - start);
 	} else {
 		dur = clamp_u(interval, cfg->seg_min_us, cfg->seg_max_us);
 	}
@@ -211,6 +225,7 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 {
 	const struct playout_config *cfg = &p->cfg;
 	uint64_t lateness, slot;
+	int64_t offset_before;
 	uint32_t delay, idx = 0;
 	int64_t interval;
 	int ev;
@@ -222,7 +237,10 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 		return PLAYOUT_PUSH_REJECTED;
 	}
 	p->stats.packets++;
+	offset_before = p->clock.offset_us;
 	ev = clock_update(&p->clock, cfg, rx_us, pkt->tx_us, &lateness);
+	if (ev == CLOCK_EVENT_RISE && p->clock.offset_us > offset_before)
+		delay_rebase(&p->delay, cfg, (uint64_t)(p->clock.offset_us - offset_before));
 	if (ev == CLOCK_EVENT_RESET)
 		p->stats.clock_resets++;
 	else if (ev == CLOCK_EVENT_STEP)
@@ -241,6 +259,18 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	 * one after a reset spreads over the longest segment. */
 	interval = p->have_prev && ev != CLOCK_EVENT_RESET ? diff(pkt->tx_us, p->prev_tx_us)
 							  : (int64_t)cfg->seg_max_us;
+	if (cfg->frame_max_us && (pkt->kind == PLAYOUT_KIND_MOTION || pkt->kind == PLAYOUT_KIND_SCROLL)) {
+		/* The sender sums a frame's movement and sends it at the frame's
+		 * end: after a pause the motion is one frame's, not the pause's. */
+		if (p->prev_move && ev != CLOCK_EVENT_RESET && interval > 0 &&
+		    interval <= (int64_t)cfg->frame_max_us)
+			p->frame_us = (uint32_t)interval;
+		if (p->frame_us && interval > (int64_t)p->frame_us)
+			interval = p->frame_us;
+		p->prev_move = true;
+	} else {
+		p->prev_move = false;
+	}
 	p->prev_tx_us = pkt->tx_us;
 	p->have_prev = true;
 	p->last_activity_us = later(p->last_activity_us, rx_us);

@@ -28,6 +28,16 @@ public struct PlayoutConfig: Sendable, Equatable {
     public var lateMinUs: UInt32
     public var lateMaxUs: UInt32
     public var idleUs: UInt32
+    /// 0: a packet's segment starts at its slot (the brief); 1: it ends at
+    /// its slot, starting no earlier than the arrival.
+    public var segEndAtSlot: UInt32
+    /// 0: a packet spreads over the whole time since the previous one (the
+    /// brief). Otherwise movement intervals up to this are sender frames and
+    /// a packet spreads over at most the latest frame.
+    public var frameMaxUs: UInt32
+    /// 0: the clock offset rises only by creeping (the brief). Otherwise it
+    /// also rises to the smallest trip of the last two windows this long.
+    public var riseWindowUs: UInt32
 
     /// The policy the receiver runs.
     public static var `default`: PlayoutConfig {
@@ -50,6 +60,7 @@ public struct PlayoutConfig: Sendable, Equatable {
         delayMaxUs = c.delay_max_us; delayStartUs = c.delay_start_us
         shrinkPermille = c.shrink_permille; segMinUs = c.seg_min_us; segMaxUs = c.seg_max_us
         lateMinUs = c.late_min_us; lateMaxUs = c.late_max_us; idleUs = c.idle_us
+        segEndAtSlot = c.seg_end_at_slot; frameMaxUs = c.frame_max_us; riseWindowUs = c.rise_window_us
     }
 
     var c: playout_config {
@@ -58,7 +69,9 @@ public struct PlayoutConfig: Sendable, Equatable {
                        delay_margin_us: delayMarginUs, delay_min_us: delayMinUs,
                        delay_max_us: delayMaxUs, delay_start_us: delayStartUs,
                        shrink_permille: shrinkPermille, seg_min_us: segMinUs, seg_max_us: segMaxUs,
-                       late_min_us: lateMinUs, late_max_us: lateMaxUs, idle_us: idleUs)
+                       late_min_us: lateMinUs, late_max_us: lateMaxUs, idle_us: idleUs,
+                       seg_end_at_slot: segEndAtSlot, frame_max_us: frameMaxUs,
+                       rise_window_us: riseWindowUs)
     }
 
     /// Whether the core accepts these values.

@@ -1,2 +1,2 @@
 // The command table: each command registers here with its own file.
-let commands: [String: @Sendable ([String]) -> Void] = [:]
+let commands: [String: @Sendable ([String]) -> Void] = ["simulate": simulateCommand, "relay": relayCommand]

@@ -49,6 +49,18 @@
 #define REMOLO_BTNQ_CAP          32u      /* power of two */
 #define REMOLO_IDLE_US           500000u  /* stop the timer after 0.5 s quiet */
 
+/* ---- measured improvements (the default policy; the seed keeps 0) -------
+ * From the smoothness lab (Sources/Remolo/Lab/RESULTS.md). */
+/* Movement intervals up to a 60 Hz frame (16.7 ms) are sender frames: the
+ * first packet after a pause carries one frame of motion and spreads over
+ * one frame, not over up to 50 ms (which slowed every start of a move and
+ * overlapped the next packets). */
+#define REMOLO_FRAME_MAX_US      17000u
+/* The offset also rises to the fastest trip of the last two 0.5 s windows:
+ * a sender clock stepped back (or a slower route) is followed in about a
+ * second instead of at 2 ms/s, while a 300 ms stall cannot fill a window. */
+#define REMOLO_RISE_WINDOW_US    500000u
+
 /*
  * The single-packet bound. One packet moves the pointer at most 1024 px per
  * axis (a quarter of a 4K screen; a 240 Hz flick at 10 m/s on a phone is

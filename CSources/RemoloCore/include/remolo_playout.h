@@ -32,6 +32,25 @@ struct playout_config {
 	uint32_t late_min_us;
 	uint32_t late_max_us;
 	uint32_t idle_us;
+	/* Where a packet's segment lies. 0 (the brief): it starts at the slot
+	 * and lasts the time since the previous packet, so the motion ends one
+	 * sender frame after its slot. 1: it ends at the slot, lasting the time
+	 * since the previous packet but starting no earlier than the arrival;
+	 * the motion of [tx_prev, tx] plays over [slot_prev, slot] as it
+	 * happened, one frame sooner. */
+	uint32_t seg_end_at_slot;
+	/* 0 (the brief): a packet spreads over the whole time since the
+	 * previous one, so the first packet after a pause spreads its single
+	 * frame of motion over up to seg_max_us. Otherwise intervals between
+	 * consecutive movement packets up to this long are sender frames, and
+	 * a packet spreads over at most the latest one. */
+	uint32_t frame_max_us;
+	/* 0 (the brief): the offset only rises by creeping. Otherwise, every
+	 * window of this length the offset rises to the smallest sample of
+	 * the last two windows when that is higher: a route change or a
+	 * sender clock stepped back is followed within two windows, whatever
+	 * the creep. */
+	uint32_t rise_window_us;
 };
 
 /* Config values above these are refused by playout_config_check. */
@@ -62,6 +81,13 @@ struct clock_est {
 	uint64_t creep_rem;        /* creep remainder, ppm * us */
 	uint64_t last_rx_us;
 	bool valid;
+	/* Windowed minimum (rise_window_us): this window's and the previous
+	 * one's smallest sample. */
+	uint64_t win_start_us;
+	int64_t win_min;
+	int64_t prev_min;
+	bool win_open;
+	bool prev_valid;
 };
 
 enum clock_event {
@@ -69,6 +95,7 @@ enum clock_event {
 	CLOCK_EVENT_MINIMUM = 1,   /* a new fastest trip */
 	CLOCK_EVENT_RESET = 2,     /* first packet, or after a long gap */
 	CLOCK_EVENT_STEP = 3,      /* absurdly late: rebased */
+	CLOCK_EVENT_RISE = 4,      /* the windowed minimum went up */
 };
 
 void clock_init(struct clock_est *c);
@@ -93,6 +120,11 @@ uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uin
 /* The configured quantile of the window (nearest rank: the
  * ceil(q * n)-th smallest); 0 when empty. */
 uint32_t delay_quantile(const struct delay_est *d, const struct playout_config *cfg);
+/* The offset rose by by_us: every lateness in the window was measured
+ * against the old offset and is by_us too high (floored at 0), and so is
+ * whatever of the delay they caused: it drops by as much, not below the
+ * new target. */
+void delay_rebase(struct delay_est *d, const struct playout_config *cfg, uint64_t by_us);
 
 /* ---- segment queue ------------------------------------------------------ */
 struct segment {
@@ -192,6 +224,8 @@ struct playout {
 	int64_t acc[4];              /* Q8 remainders: x, y, wheel, hwheel */
 	int32_t notch_acc[2];        /* hi-res units not yet a legacy notch */
 	uint64_t prev_tx_us;
+	uint32_t frame_us;           /* latest sender frame (frame_max_us), 0 = none yet */
+	bool prev_move;              /* the previous packet carried movement */
 	uint64_t last_now_us;
 	uint64_t last_activity_us;
 	bool have_prev;

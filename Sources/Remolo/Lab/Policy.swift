@@ -1,0 +1,106 @@
+import Foundation
+internal import RemoloCore
+
+/// A playout policy of the lab. Every policy but the oracle runs through the
+/// real core (`Playout`), configured:
+/// - `arrival`: what every peer does, each delta applied at the first drain
+///   tick after it arrives: delay 0 (min = max = start = 0), segments and
+///   late replays of length 0. With a zero delay every packet is either on
+///   its slot (the arrival itself) or late and replayed from its arrival;
+///   a zero-length segment is due whole at the first tick after its start.
+/// - `fixed:MS`: a constant delay of MS milliseconds (min = max = start).
+/// - `seed`: the brief's policy exactly (`PlayoutConfig.seed`).
+/// - `default`: what the receiver runs (`PlayoutConfig.default`).
+/// - `oracle:RATE`: the field notes' oracle, computed in Swift from every
+///   arrival (see `Oracle`); `oracle` is rate 0.1.
+/// - `seed+field=value+...` / `default+...`: a variant for tuning, with the
+///   core's config field names (e.g. `default+delay_max_us=120000`).
+public enum Policy: Sendable, Equatable {
+    case arrival
+    case fixed(ms: Int)
+    case seed
+    case `default`
+    case oracle(rate: Double)
+    case custom(name: String, config: PlayoutConfig)
+
+    public static let all: [Policy] = [.arrival, .fixed(ms: 8), .fixed(ms: 12), .fixed(ms: 20), .fixed(ms: 40),
+                                       .seed, .default, .oracle(rate: 0), .oracle(rate: 0.1)]
+
+    public var name: String {
+        switch self {
+        case .arrival: return "arrival"
+        case .fixed(let ms): return "fixed:\(ms)"
+        case .seed: return "seed"
+        case .default: return "default"
+        case .oracle(let r): return r == 0 ? "oracle:0" : "oracle:\(r)"
+        case .custom(let n, _): return n
+        }
+    }
+
+    public var isOracle: Bool { if case .oracle = self { return true } else { return false } }
+
+    public static func arrivalConfig() -> PlayoutConfig {
+        var c = PlayoutConfig.seed
+        c.delayMinUs = 0; c.delayMaxUs = 0; c.delayStartUs = 0; c.delayMarginUs = 0
+        c.segMinUs = 0; c.segMaxUs = 0; c.lateMinUs = 0; c.lateMaxUs = 0
+        return c
+    }
+
+    public var config: PlayoutConfig? {
+        switch self {
+        case .arrival: return Self.arrivalConfig()
+        case .fixed(let ms):
+            var c = PlayoutConfig.seed
+            c.delayMinUs = UInt32(ms * 1000); c.delayMaxUs = c.delayMinUs; c.delayStartUs = c.delayMinUs
+            return c
+        case .seed: return .seed
+        case .default: return .default
+        case .oracle: return nil
+        case .custom(_, let c): return c
+        }
+    }
+
+    static var fields: [String: WritableKeyPath<PlayoutConfig, UInt32>] { [
+        "creep_ppm": \.creepPPM, "gap_reset_us": \.gapResetUs, "step_reset_us": \.stepResetUs,
+        "window": \.window, "quantile_permille": \.quantilePermille, "delay_margin_us": \.delayMarginUs,
+        "delay_min_us": \.delayMinUs, "delay_max_us": \.delayMaxUs, "delay_start_us": \.delayStartUs,
+        "shrink_permille": \.shrinkPermille, "seg_min_us": \.segMinUs, "seg_max_us": \.segMaxUs,
+        "late_min_us": \.lateMinUs, "late_max_us": \.lateMaxUs, "idle_us": \.idleUs,
+    ].merging(PlayoutConfig.labExtraFields) { a, _ in a } }
+
+    public static var names: String {
+        "arrival, fixed:MS, seed, default, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+..."
+    }
+
+    /// Parses one policy name; throws a message naming the valid ones.
+    public static func parse(_ s: String) throws(LabError) -> Policy {
+        switch s {
+        case "arrival": return .arrival
+        case "seed": return .seed
+        case "default": return .default
+        case "oracle": return .oracle(rate: 0.1)
+        default: break
+        }
+        if s.hasPrefix("fixed:"), let ms = Int(s.dropFirst(6)), (0...1000).contains(ms) { return .fixed(ms: ms) }
+        if s.hasPrefix("oracle:"), let r = Double(s.dropFirst(7)), r >= 0, r < 1 { return .oracle(rate: r) }
+        let parts = s.split(separator: "+").map(String.init)
+        if parts.count >= 2, parts[0] == "seed" || parts[0] == "default" {
+            var c: PlayoutConfig = parts[0] == "seed" ? .seed : .default
+            for p in parts.dropFirst() {
+                let kv = p.split(separator: "=", maxSplits: 1).map(String.init)
+                guard kv.count == 2, let path = fields[kv[0]], let v = UInt32(kv[1]) else {
+                    throw LabError("bad policy field '\(p)' in '\(s)': fields are \(fields.keys.sorted().joined(separator: ", "))")
+                }
+                c[keyPath: path] = v
+            }
+            guard c.isValid else { throw LabError("policy '\(s)': the core refuses this configuration") }
+            return .custom(name: s, config: c)
+        }
+        throw LabError("unknown policy '\(s)': valid are \(names)")
+    }
+}
+
+public struct LabError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ d: String) { description = d }
+}

@@ -1,0 +1,293 @@
+import Foundation
+internal import RemoloCore
+
+extension PlayoutConfig {
+    /// Config fields beyond the brief's, by their core names (tuning syntax).
+    static var labExtraFields: [String: WritableKeyPath<PlayoutConfig, UInt32>] {
+        ["seg_end_at_slot": \.segEndAtSlot, "frame_max_us": \.frameMaxUs, "rise_window_us": \.riseWindowUs]
+    }
+}
+
+/// The ideal path P: through the positions the sender sent (lost motion
+/// left out), on the receiver's clock (at r(s_i)). A packet's motion
+/// happened during the sender's last frame before its timestamp, so P holds
+/// still until E_i - f and moves linearly to the new position at E_i, with f
+/// the frame interval (or the time since the previous datagram, if shorter).
+/// After a pause the first packet's motion is therefore one frame long, not
+/// spread over the pause.
+public struct IdealPath: Sendable {
+    var t: [Double] = []
+    var x: [LabVec] = []
+
+    public init(records: [TraceRecord], emit: [Double], frameUs: Double) {
+        var pos = LabVec.zero
+        var prevE = -Double.infinity
+        t.append(-Double.infinity); x.append(.zero)
+        for (i, r) in records.enumerated() {
+            let e = emit[i]
+            defer { prevE = max(prevE, e) }
+            guard r.isMovement, r.arriveUs != nil else { continue }
+            let d = Self.delta(r)
+            let start = max(e - frameUs, prevE, t.last!)
+            if start > t.last! { t.append(start); x.append(pos) }
+            pos += d
+            if e > t.last! { t.append(e); x.append(pos) } else { x[x.count - 1] = pos }
+        }
+    }
+
+    /// A record's motion as a LabVec, in pixels / hi-res units.
+    static func delta(_ r: TraceRecord) -> LabVec {
+        let a = Double(r.dx) / 256, b = Double(r.dy) / 256
+        return r.kind == .move ? LabVec(a, b, 0, 0) : LabVec(0, 0, a, b)
+    }
+
+    public func at(_ time: Double) -> LabVec {
+        // Last index with t <= time.
+        var lo = 0, hi = t.count - 1
+        if time >= t[hi] { return x[hi] }
+        while lo + 1 < hi {
+            let mid = (lo + hi) / 2
+            if t[mid] <= time { lo = mid } else { hi = mid }
+        }
+        if lo == 0 { return x[0] }       // before any motion
+        let f = (time - t[lo]) / (t[hi] - t[lo])
+        return x[lo] + (x[hi] - x[lo]) * f
+    }
+}
+
+/// The field notes' oracle: it knows every arrival. Its playout delay at
+/// (true) send time x is D*(x) = max(0, max_i(l_i - rate |x - E_i|)) with
+/// l_i = a_i - r(s_i) - d_min over the datagrams that carry input; at
+/// receiver time t it shows the ideal path at sigma, where
+/// sigma + d_min + D*(sigma) = t (monotone for rate < 1), so playback only
+/// stretches (by at most `rate`) and never jumps.
+public struct Oracle: Sendable {
+    let rate: Double
+    let dmin: Double
+    var e: [Double] = []
+    var pre: [Double] = []   // max over i <= k of l_i + rate E_i
+    var suf: [Double] = []   // max over i >= k of l_i - rate E_i
+    var lmax = 0.0
+
+    public init(rate: Double, records: [TraceRecord], emit: [Double], dminUs: Double) {
+        self.rate = rate; self.dmin = dminUs
+        var pts: [(Double, Double)] = []
+        for (i, r) in records.enumerated() where r.kind != .heartbeat {
+            guard let a = r.arriveUs else { continue }
+            pts.append((emit[i], Double(a) - emit[i] - dminUs))
+        }
+        pts.sort { $0.0 < $1.0 }
+        e = pts.map(\.0)
+        lmax = max(0, pts.map(\.1).max() ?? 0)
+        pre = []; pre.reserveCapacity(pts.count)
+        var m = -Double.infinity
+        for p in pts { m = max(m, p.1 + rate * p.0); pre.append(m) }
+        suf = [Double](repeating: -.infinity, count: pts.count)
+        m = -.infinity
+        for k in stride(from: pts.count - 1, through: 0, by: -1) { m = max(m, pts[k].1 - rate * pts[k].0); suf[k] = m }
+    }
+
+    /// D*(x), microseconds.
+    public func delay(at x: Double) -> Double {
+        if rate == 0 { return lmax }
+        guard !e.isEmpty else { return 0 }
+        // First index with e >= x.
+        var lo = 0, hi = e.count
+        while lo < hi { let mid = (lo + hi) / 2; if e[mid] < x { lo = mid + 1 } else { hi = mid } }
+        var d = 0.0
+        if lo > 0 { d = max(d, pre[lo - 1] - rate * x) }
+        if lo < e.count { d = max(d, suf[lo] + rate * x) }
+        return d
+    }
+
+    /// The send time shown at receiver time t.
+    public func sigma(at t: Double) -> Double {
+        var lo = t - dmin - lmax - 1, hi = t - dmin
+        for _ in 0..<40 {
+            let mid = (lo + hi) / 2
+            if mid + dmin + delay(at: mid) <= t { lo = mid } else { hi = mid }
+        }
+        return lo
+    }
+}
+
+
+/// What one policy did on one trace.
+public struct PolicyRun: Sendable {
+    public var lambdasUs: [Double] = []
+    public var late = 0
+    public var arrivedMovement = 0
+    /// Cursor at each vsync, sub-pixel: the whole pixels emitted plus the
+    /// Q8 remainder the core carries, so that scores measure timing rather
+    /// than the whole-pixel rounding every policy shares.
+    public var cursor: [LabVec] = []
+}
+
+/// A trace prepared for scoring: emission times, the ideal path, vsyncs.
+public struct LabCase: Sendable {
+    public let trace: Trace
+    public let clock: TraceClock
+    public let emit: [Double]
+    public let ideal: IdealPath
+    public let vsync: [Double]
+    public let displayHz: Int
+    /// Arrived datagrams in arrival order (index into records).
+    let order: [Int]
+
+    public init(trace: Trace, displayHz: Int) {
+        self.trace = trace
+        self.displayHz = displayHz
+        clock = trace.effectiveClock
+        emit = clock.emissionTimes(trace.records)
+        ideal = IdealPath(records: trace.records, emit: emit, frameUs: trace.effectiveFrameUs)
+        let arrived = trace.records.indices.filter { trace.records[$0].arriveUs != nil }
+        order = arrived.sorted {
+            let a = trace.records[$0].arriveUs!, b = trace.records[$1].arriveUs!
+            return a < b || (a == b && $0 < $1)
+        }
+        var v: [Double] = []
+        if let f = order.first, let l = order.last {
+            let start = Double(trace.records[f].arriveUs!), end = Double(trace.records[l].arriveUs!) + 1e6
+            let period = 1e6 / Double(displayHz)
+            // Vsyncs on a grid of their own, independent of the drain ticks.
+            var k = (start / period).rounded(.up)
+            while k * period <= end { v.append(k * period); k += 1 }
+        }
+        vsync = v
+    }
+
+    /// Runs a policy: through the core, or the oracle.
+    public func run(_ policy: Policy) -> PolicyRun {
+        if case .oracle(let rate) = policy { return runOracle(rate) }
+        return runCore(policy.config!)
+    }
+
+    func runOracle(_ rate: Double) -> PolicyRun {
+        let o = Oracle(rate: rate, records: trace.records, emit: emit, dminUs: clock.dminUs)
+        var out = PolicyRun()
+        for (i, r) in trace.records.enumerated() where r.isMovement && r.arriveUs != nil {
+            out.lambdasUs.append(o.delay(at: emit[i]))
+            out.arrivedMovement += 1
+        }
+        out.cursor = vsync.map { t in
+            ideal.at(o.sigma(at: t))
+        }
+        return out
+    }
+
+    static let tickHz = 480.0
+
+    func runCore(_ config: PlayoutConfig) -> PolicyRun {
+        var out = PolicyRun()
+        guard let first = order.first, let last = order.last, let pl = try? Playout(config: config) else { return out }
+        let recs = trace.records
+        let t0 = recs[first].arriveUs!
+        let end = recs[last].arriveUs! + 1_000_000
+        @inline(__always) func tickTime(_ j: Int) -> UInt64 { t0 + UInt64((Double(j) * 1e6 / Self.tickHz).rounded()) }
+        /// The first tick at or after `at` (strictly after when `strict`).
+        func firstTick(_ at: UInt64, strict: Bool) -> UInt64 {
+            if at < t0 || (!strict && at == t0) { return strict && at == t0 ? tickTime(1) : t0 }
+            var j = Int((Double(at - t0) * Self.tickHz / 1e6).rounded(.down))
+            while tickTime(j) < at || (strict && tickTime(j) == at) { j += 1 }
+            return tickTime(j)
+        }
+        out.cursor.reserveCapacity(vsync.count)
+        var pos = LabVec.zero, whole = LabVec.zero
+        var next = 0, vs = 0, j = 0
+        let segBase = UnsafeMutableRawPointer(pl.p) + MemoryLayout<playout>.offset(of: \playout.q)!
+        while true {
+            let now = tickTime(j)
+            if now > end && vs >= vsync.count { break }
+            // The vsyncs before this tick show the state after the previous one.
+            while vs < vsync.count && vsync[vs] < Double(now) { out.cursor.append(pos); vs += 1 }
+            while next < order.count, recs[order[next]].arriveUs! <= now {
+                let i = order[next]; next += 1
+                let r = recs[i]
+                let res = pl.push(r.packet, arrivalUs: r.arriveUs!)
+                guard r.isMovement else { continue }
+                out.arrivedMovement += 1
+                if res == .late { out.late += 1 }
+                var done: UInt64
+                switch res {
+                case .onTime, .late:
+                    let q = segBase.assumingMemoryBound(to: segq.self)
+                    let idx = Int((q.pointee.tail &- 1) & (REMOLO_SEGQ_CAP - 1))
+                    let s = withUnsafeMutablePointer(to: &q.pointee.seg) {
+                        $0.withMemoryRebound(to: segment.self, capacity: Int(REMOLO_SEGQ_CAP)) { $0[idx] }
+                    }
+                    done = firstTick(s.start_us + UInt64(s.dur_us), strict: s.dur_us == 0)
+                case .merged:
+                    done = firstTick(segBase.assumingMemoryBound(to: segq.self).pointee.tail_end_us, strict: false)
+                default:
+                    done = firstTick(r.arriveUs!, strict: true)
+                }
+                out.lambdasUs.append(Double(done) - emit[i] - clock.dminUs)
+            }
+            let f = pl.tick(nowUs: now)
+            whole += LabVec(Double(f.dx), Double(f.dy), Double(f.hwheelHiRes), Double(f.wheelHiRes))
+            let rem = pl.remainders
+            pos = whole + LabVec(Double(rem.0), Double(rem.1), Double(rem.3), Double(rem.2)) / 256
+            j += 1
+        }
+        return out
+    }
+
+    /// Scores one run of a policy into `acc`.
+    public func score(_ run: PolicyRun, into acc: inout ScoreAccumulator) {
+        let lost = trace.records.filter { $0.arriveUs == nil }.count
+        acc.addPackets(lambdasUs: run.lambdasUs, late: run.late, arrived: run.arrivedMovement,
+                       lost: lost, sent: trace.records.count)
+        let shift = clock.dminUs + ScoreAccumulator.median(run.lambdasUs)
+        acc.addFrames(cursor: run.cursor, ideal: vsync.map { ideal.at($0 - shift) })
+    }
+}
+
+/// One row of results: a scenario (or a trace) and a policy, over seeds.
+public struct LabRow: Sendable {
+    public var scenario: String
+    public var policy: String
+    public var scores: Scores
+}
+
+public enum Lab {
+    /// Every policy on every scenario, `seeds` runs each (seeds 1...N), in
+    /// scenario then policy order.
+    public static func simulate(scenarios: [Scenario], policies: [Policy], seeds: Int, displayHz: Int,
+                                senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1) -> [LabRow] {
+        var rows: [LabRow] = []
+        for sc in scenarios {
+            var accs = [ScoreAccumulator](repeating: ScoreAccumulator(), count: policies.count)
+            for seed in firstSeed..<(firstSeed + max(1, seeds)) {
+                let trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
+                let c = LabCase(trace: trace, displayHz: displayHz)
+                for (k, p) in policies.enumerated() { c.score(c.run(p), into: &accs[k]) }
+            }
+            for (k, p) in policies.enumerated() { rows.append(LabRow(scenario: sc.rawValue, policy: p.name, scores: accs[k].scores)) }
+        }
+        return rows
+    }
+
+    /// Every policy on one trace.
+    public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int) -> [LabRow] {
+        let c = LabCase(trace: trace, displayHz: displayHz)
+        return policies.map { p in
+            var acc = ScoreAccumulator()
+            c.score(c.run(p), into: &acc)
+            return LabRow(scenario: name, policy: p.name, scores: acc.scores)
+        }
+    }
+}
+
+extension LabCase {
+    /// Per-frame samples for debugging a policy: t, C, P(shifted).
+    public func dump(_ policy: Policy) -> String {
+        let r = run(policy)
+        let shift = clock.dminUs + ScoreAccumulator.median(r.lambdasUs)
+        var s = "t,cx,cy,cw,cv,px,py,pw,pv\n"
+        for (k, t) in vsync.enumerated() {
+            let c = r.cursor[k], p = ideal.at(t - shift)
+            s += "\(Int(t)),\(c[0]),\(c[1]),\(c[2]),\(c[3]),\(p[0]),\(p[1]),\(p[2]),\(p[3])\n"
+        }
+        return s
+    }
+}

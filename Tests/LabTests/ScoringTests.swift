@@ -1,0 +1,102 @@
+import Testing
+@testable import Remolo
+
+/// Hand-made frames whose M2-M5 scores are worked out by hand.
+struct ScoringCase: Sendable, CustomTestStringConvertible {
+    let id: Int
+    let what: String
+    let cursorX: [Double]
+    let idealX: [Double]
+    let starvedPct: Double
+    let jitterRatio: Double
+    let jitterP99: Double
+    let stutterMean: Double
+    let maxError: Double
+    let maxJump: Double
+    var testDescription: String { "\(id): \(what)" }
+}
+
+let scoringCases: [ScoringCase] = [
+    // 1. The cursor is the ideal path: nothing to report; each frame moves
+    //    exactly |dP| (jump ratio 1).
+    ScoringCase(id: 1, what: "perfect", cursorX: [0, 2, 4, 6, 8], idealX: [0, 2, 4, 6, 8],
+                starvedPct: 0, jitterRatio: 0, jitterP99: 0, stutterMean: 0, maxError: 0, maxJump: 1),
+    // 2. A constant 3 px offset: e never changes, so no jitter; max error 3.
+    ScoringCase(id: 2, what: "constant offset", cursorX: [3, 5, 7, 9, 11], idealX: [0, 2, 4, 6, 8],
+                starvedPct: 0, jitterRatio: 0, jitterP99: 0, stutterMean: 0, maxError: 3, maxJump: 1),
+    // 3. Freeze for two frames, then catch up in one: dP = 2 on 9 frames;
+    //    dC = 2,2,0,0,6,2,2,2,2; e = 0,0,0,-2,-4,0,...; J = 0,0,2,2,4,0,0,0,0.
+    //    Starved: frames 3, 4 (2 of 9 = 22.2%); bad: 3, 4 and 5 (6 > 2*2+1):
+    //    one partial window of 9 frames, 33.3%. RMS ratio sqrt(24/36);
+    //    p99 of J over 9 active frames = the 9th smallest = 4; max jump 6/2.
+    ScoringCase(id: 3, what: "freeze and catch-up", cursorX: [0, 2, 4, 4, 4, 10, 12, 14, 16, 18],
+                idealX: [0, 2, 4, 6, 8, 10, 12, 14, 16, 18],
+                starvedPct: 200.0 / 9, jitterRatio: (24.0 / 36).squareRoot(), jitterP99: 4,
+                stutterMean: 300.0 / 9, maxError: 4, maxJump: 3),
+    // 4. Sub-pixel ideal motion (0.5 px/frame) that the cursor does not show:
+    //    no frame is moving (|dP| < 1), none jumps (0 <= 2*0.5+1); J = 0.5 each.
+    //    Ratio 1, p99 0.5, max error 2 (last frame), max jump 0.
+    ScoringCase(id: 4, what: "sub-pixel, unshown", cursorX: [0, 0, 0, 0, 0], idealX: [0, 0.5, 1, 1.5, 2],
+                starvedPct: 0, jitterRatio: 1, jitterP99: 0.5, stutterMean: 0, maxError: 2, maxJump: 0),
+    // 5. A jump without freeze: the cursor moves 10 px where the ideal moves 2:
+    //    frame 2 bad (10 > 5), J = 8 then 8 back... cursor 0,2,12,6,8 vs 0,2,4,6,8:
+    //    dC 2,10,6,2 (frame 3: 6 > 5 bad too); e 0,0,8,0,0; J 0,8,8,0.
+    //    Ratio sqrt(128/16); 2 bad of 4 = 50%; p99 8; max error 8; jump 10/2.
+    ScoringCase(id: 5, what: "overshoot", cursorX: [0, 2, 12, 6, 8], idealX: [0, 2, 4, 6, 8],
+                starvedPct: 0, jitterRatio: (128.0 / 16).squareRoot(), jitterP99: 8, stutterMean: 50,
+                maxError: 8, maxJump: 5),
+]
+
+@Test(arguments: scoringCases)
+func frameScores(_ c: ScoringCase) {
+    var acc = ScoreAccumulator()
+    acc.addFrames(cursor: c.cursorX.map { LabVec($0, 0, 0, 0) }, ideal: c.idealX.map { LabVec($0, 0, 0, 0) })
+    let s = acc.scores
+    #expect(abs(s.starvedPct - c.starvedPct) < 1e-9, "case \(c.id) starved \(s.starvedPct)")
+    #expect(abs(s.jitterRatio - c.jitterRatio) < 1e-9, "case \(c.id) jitter \(s.jitterRatio)")
+    #expect(abs(s.jitterPxP99 - c.jitterP99) < 1e-9, "case \(c.id) p99 \(s.jitterPxP99)")
+    #expect(abs(s.stutterPctMean - c.stutterMean) < 1e-9, "case \(c.id) stutter \(s.stutterPctMean)")
+    #expect(abs(s.maxErrorPx - c.maxError) < 1e-9, "case \(c.id) max error \(s.maxErrorPx)")
+    #expect(abs(s.maxJumpRatio - c.maxJump) < 1e-9, "case \(c.id) max jump \(s.maxJumpRatio)")
+}
+
+@Test func sixtyFourFrameWindows() {
+    // 130 frames moving 2 px; the cursor freezes on frames 10 and 100.
+    // Windows: frames 1-64 (1 bad... frame 10 starved, frame 11 catches up
+    // 4 px: 4 <= 2*2+1, fine) = 1/64; 65-128 (frame 100 starved) = 1/64;
+    // 129 (partial, 1 frame, fine) = 0. Mean 2/64/3*100, max 1/64*100.
+    let ideal = (0...129).map { Double($0) * 2 }
+    var cursor = ideal
+    cursor[10] = cursor[9]
+    cursor[100] = cursor[99]
+    var acc = ScoreAccumulator()
+    acc.addFrames(cursor: cursor.map { LabVec($0, 0, 0, 0) }, ideal: ideal.map { LabVec($0, 0, 0, 0) })
+    let s = acc.scores
+    #expect(abs(s.stutterPctMax - 100.0 / 64) < 1e-9)
+    #expect(abs(s.stutterPctMean - 200.0 / 64 / 3) < 1e-9)
+    #expect(abs(s.starvedPct - 200.0 / 129) < 1e-9)
+}
+
+struct LatencyCase: Sendable {
+    let id: Int
+    let lambdasMs: [Double]
+    let p50: Double
+    let p95: Double
+}
+
+@Test(arguments: [
+    // 1. 1..20 ms: nearest rank, ceil(0.5*20) = 10th, ceil(0.95*20) = 19th.
+    LatencyCase(id: 1, lambdasMs: (1...20).map(Double.init), p50: 10, p95: 19),
+    // 2. One value.
+    LatencyCase(id: 2, lambdasMs: [7], p50: 7, p95: 7),
+    // 3. Unsorted, 3 values: 2nd and 3rd smallest.
+    LatencyCase(id: 3, lambdasMs: [30, 10, 20], p50: 20, p95: 30),
+])
+func latencyQuantiles(_ c: LatencyCase) {
+    var acc = ScoreAccumulator()
+    acc.addPackets(lambdasUs: c.lambdasMs.map { $0 * 1000 }, late: 1, arrived: 4, lost: 1, sent: 5)
+    #expect(acc.scores.latencyMsP50 == c.p50, "case \(c.id)")
+    #expect(acc.scores.latencyMsP95 == c.p95, "case \(c.id)")
+    #expect(acc.scores.latePct == 25, "case \(c.id)")
+    #expect(acc.scores.lostPct == 20, "case \(c.id)")
+}
