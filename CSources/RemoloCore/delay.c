@@ -72,11 +72,22 @@ uint32_t delay_quantile(const struct delay_est *d, const struct playout_config *
 	return d->sorted[rank - 1];
 }
 
+/* The quantile plus the margin, clamped to [min, max]. */
+static uint32_t target_of(const struct delay_est *d, const struct playout_config *cfg)
+{
+	uint64_t target = (uint64_t)delay_quantile(d, cfg) + cfg->delay_margin_us;
+
+	if (target < cfg->delay_min_us)
+		target = cfg->delay_min_us;
+	if (target > cfg->delay_max_us)
+		target = cfg->delay_max_us;
+	return (uint32_t)target;
+}
+
 uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uint64_t lateness_us)
 {
 	uint32_t v = lateness_us > REMOLO_LATENESS_CAP_US ? REMOLO_LATENESS_CAP_US
 							   : (uint32_t)lateness_us;
-	uint64_t target;
 
 	if (d->count == cfg->window)
 		sorted_remove(d, d->ring[(d->head - cfg->window) & RING_MASK]);
@@ -84,12 +95,7 @@ uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uin
 	d->head++;
 	sorted_insert(d, v);
 
-	target = (uint64_t)delay_quantile(d, cfg) + cfg->delay_margin_us;
-	if (target < cfg->delay_min_us)
-		target = cfg->delay_min_us;
-	if (target > cfg->delay_max_us)
-		target = cfg->delay_max_us;
-	d->target_us = (uint32_t)target;
+	d->target_us = target_of(d, cfg);
 
 	if (d->target_us >= d->delay_us) {
 		d->delay_us = d->target_us;     /* worse: grow at once */
@@ -106,19 +112,12 @@ uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uin
 
 void delay_rebase(struct delay_est *d, const struct playout_config *cfg, uint64_t by_us)
 {
-	uint64_t target;
-
 	/* Subtracting a constant (floored at 0) keeps the sorted copy sorted. */
 	for (uint32_t i = 0; i < REMOLO_WINDOW_MAX; i++) {
 		d->ring[i] = d->ring[i] > by_us ? d->ring[i] - (uint32_t)by_us : 0;
 		d->sorted[i] = d->sorted[i] > by_us ? d->sorted[i] - (uint32_t)by_us : 0;
 	}
-	target = (uint64_t)delay_quantile(d, cfg) + cfg->delay_margin_us;
-	if (target < cfg->delay_min_us)
-		target = cfg->delay_min_us;
-	if (target > cfg->delay_max_us)
-		target = cfg->delay_max_us;
-	d->target_us = (uint32_t)target;
-	if (d->delay_us > target)
-		d->delay_us = d->delay_us - target > by_us ? d->delay_us - (uint32_t)by_us : (uint32_t)target;
+	d->target_us = target_of(d, cfg);
+	if (d->delay_us > d->target_us)
+		d->delay_us = d->delay_us - d->target_us > by_us ? d->delay_us - (uint32_t)by_us : d->target_us;
 }

@@ -239,8 +239,10 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	p->stats.packets++;
 	offset_before = p->clock.offset_us;
 	ev = clock_update(&p->clock, cfg, rx_us, pkt->tx_us, &lateness);
+	/* The offsets may be anywhere in int64 under a hostile sender:
+	 * subtract in unsigned space (the difference is positive). */
 	if (ev == CLOCK_EVENT_RISE && p->clock.offset_us > offset_before)
-		delay_rebase(&p->delay, cfg, (uint64_t)(p->clock.offset_us - offset_before));
+		delay_rebase(&p->delay, cfg, (uint64_t)p->clock.offset_us - (uint64_t)offset_before);
 	if (ev == CLOCK_EVENT_RESET)
 		p->stats.clock_resets++;
 	else if (ev == CLOCK_EVENT_STEP)

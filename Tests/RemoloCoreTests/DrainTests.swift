@@ -10,9 +10,11 @@ import Testing
     /// clumps, losses, duplicates, clock steps) at 480 Hz: the sum of the
     /// emitted integers plus the carried remainder equals the input exactly,
     /// and the remainder is under half a unit, so the total was rounded once.
-    @Test(arguments: [1, 2, 3])
-    func conservation(_ seed: Int) {
-        let p = CorePlayout()
+    @Test(arguments: [(1, "seed"), (2, "seed"), (3, "default"), (4, "default")])
+    func conservation(_ seed: Int, _ policy: String) {
+        var cfg = seedConfig()
+        if policy == "default" { playout_config_default(&cfg) }
+        let p = CorePlayout(cfg)
         var rng = SplitMix64(seed: UInt64(seed))
         var want = [Int64](repeating: 0, count: 4)
         var got = [Int64](repeating: 0, count: 4)

@@ -29,9 +29,13 @@ import Testing
             (k < 100 ? UInt64(k) * 8_333 : UInt64(k) * 8_333 &- 5_000_000, 256) }, count: 300),
     ]
 
-    @Test(arguments: cases)
-    func table(_ c: Case) {
-        let p = CorePlayout()
+    /// Both the brief's policy and the default (which adds the windowed
+    /// minimum and the learned frame) must hold.
+    @Test(arguments: cases, ["seed", "default"])
+    func table(_ c: Case, _ policy: String) {
+        var cfg = seedConfig()
+        if policy == "default" { playout_config_default(&cfg) }
+        let p = CorePlayout(cfg)
         let bound = Int64(REMOLO_MAX_MOTION_Q8)
         var want: Int64 = 0, got: Int64 = 0
         var rx: UInt64 = 1_000_000
