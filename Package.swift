@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "BenchSupport", path: "Bench/Support"),
 
         .target(name: "Remolo", dependencies: ["RemoloCore", "CSodium"], path: "Sources/Remolo",
-                exclude: ["Session/PROTOCOL-session.md", "Lab/RESULTS.md"]),
+                exclude: ["Lab/RESULTS.md"]),
         .executableTarget(name: "remolo", dependencies: ["Remolo"], path: "Sources/remolo"),
         .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloCore", "BenchSupport"],
                           path: "Bench/Sources"),

@@ -1,6 +1,6 @@
 // Sealed pointer datagrams: the Swift face of CSources/RemoloCore/wire.c.
 // The layout and the replay rule are specified in remolo_wire.h (and
-// Tests/Interop/PROTOCOL-datagram.md). No C type appears in this API.
+// the README's Protocol section). No C type appears in this API.
 internal import CSodium
 internal import RemoloCore
 

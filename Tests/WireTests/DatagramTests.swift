@@ -62,7 +62,7 @@ import Testing
                                      kind: c.payload.kind.rawValue, a: a, b: b, tx: c.tx))
     }
 
-    /// The vector printed in Tests/Interop/PROTOCOL-datagram.md.
+    /// The vector printed in the README's Protocol section.
     @Test func publishedVector() throws {
         let vector = unhex("""
             72 65 6d 6f 6c 6f 2d 41

@@ -25,7 +25,7 @@ public enum SessionClocks {
 /// in six groups of four (`7KQ2-M9XD-...`). 120 bits makes online guessing
 /// hopeless (one try per secret) and also offline guessing by someone who
 /// impersonates the receiver during pairing and sees the sender's PSK-keyed
-/// message 3 (PROTOCOL-session.md, "Threat model").
+/// message 3 (README, Protocol, "Threat model").
 public struct PairingSecret: Sendable, Equatable, CustomStringConvertible {
     public static let byteCount = 15
     static let pskLabel = Array("remolo pairing psk v1".utf8)
