@@ -35,13 +35,9 @@ public enum DatagramError: Error, Equatable, Sendable {
     case bufferTooSmall(needed: Int)
 }
 
-/// The kind byte of a datagram (the C `enum playout_kind`).
-public enum DatagramKind: UInt8, CaseIterable, Sendable {
-    case motion = 1
-    case scroll = 2
-    case button = 3
-    case heartbeat = 4
-}
+/// The kind byte of a datagram: the playout's packet kinds (the C
+/// `enum playout_kind`).
+public typealias DatagramKind = PacketKind
 
 /// What one datagram carries. Deltas are Q8 fixed point: 256 units per
 /// pixel (motion) or per 1/120 wheel notch (scroll).

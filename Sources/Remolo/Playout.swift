@@ -85,7 +85,7 @@ public struct PlayoutError: Error, Equatable, CustomStringConvertible {
     public let description: String
 }
 
-public enum PacketKind: UInt8, Sendable {
+public enum PacketKind: UInt8, CaseIterable, Sendable {
     case motion = 1, scroll = 2, button = 3, heartbeat = 4
 }
 
