@@ -5,6 +5,7 @@
  * button queue and the per-axis Q8 remainders.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "remolo_playout.h"
@@ -40,27 +41,39 @@ void playout_config_default(struct playout_config *cfg)
 	cfg->rise_window_us = REMOLO_RISE_WINDOW_US;
 }
 
+const char *playout_config_problem(const struct playout_config *cfg)
+{
+	const uint32_t tmax = PLAYOUT_CFG_TIME_MAX_US, smax = PLAYOUT_CFG_SEG_MAX_US;
+
+	if (cfg->window == 0 || cfg->window > REMOLO_WINDOW_MAX)
+		return "window must be 1...256";
+	if (cfg->quantile_permille > 1000)
+		return "quantile_permille must be at most 1000";
+	if (cfg->shrink_permille > 1000)
+		return "shrink_permille must be at most 1000";
+	if (cfg->creep_ppm > 1000000)
+		return "creep_ppm must be at most 1000000";
+	if (cfg->delay_max_us > tmax || cfg->delay_margin_us > tmax)
+		return "delay_max_us and delay_margin_us must be at most 60 s";
+	if (cfg->delay_min_us > cfg->delay_start_us || cfg->delay_start_us > cfg->delay_max_us)
+		return "delays must satisfy delay_min_us <= delay_start_us <= delay_max_us";
+	if (cfg->seg_min_us > cfg->seg_max_us || cfg->seg_max_us > smax)
+		return "segments must satisfy seg_min_us <= seg_max_us <= 1 s";
+	if (cfg->late_min_us > cfg->late_max_us || cfg->late_max_us > smax)
+		return "late replays must satisfy late_min_us <= late_max_us <= 1 s";
+	if (cfg->frame_max_us > smax)
+		return "frame_max_us must be at most 1 s";
+	if (cfg->seg_end_at_slot > 1)
+		return "seg_end_at_slot must be 0 or 1";
+	if (cfg->rise_window_us > tmax || cfg->gap_reset_us > tmax || cfg->step_reset_us > tmax ||
+	    cfg->idle_us > tmax)
+		return "rise_window_us, gap_reset_us, step_reset_us and idle_us must be at most 60 s";
+	return NULL;
+}
+
 int playout_config_check(const struct playout_config *cfg)
 {
-	if (cfg->window == 0 || cfg->window > REMOLO_WINDOW_MAX)
-		return -EINVAL;
-	if (cfg->quantile_permille > 1000 || cfg->shrink_permille > 1000 ||
-	    cfg->creep_ppm > 1000000)
-		return -EINVAL;
-	if (cfg->delay_min_us > cfg->delay_max_us ||
-	    cfg->delay_start_us < cfg->delay_min_us || cfg->delay_start_us > cfg->delay_max_us ||
-	    cfg->delay_max_us > PLAYOUT_CFG_TIME_MAX_US || cfg->delay_margin_us > PLAYOUT_CFG_TIME_MAX_US)
-		return -EINVAL;
-	if (cfg->seg_min_us > cfg->seg_max_us || cfg->seg_max_us > PLAYOUT_CFG_SEG_MAX_US ||
-	    cfg->late_min_us > cfg->late_max_us || cfg->late_max_us > PLAYOUT_CFG_SEG_MAX_US)
-		return -EINVAL;
-	if (cfg->seg_end_at_slot > 1 || cfg->frame_max_us > PLAYOUT_CFG_SEG_MAX_US ||
-	    cfg->rise_window_us > PLAYOUT_CFG_TIME_MAX_US)
-		return -EINVAL;
-	if (cfg->gap_reset_us > PLAYOUT_CFG_TIME_MAX_US || cfg->step_reset_us > PLAYOUT_CFG_TIME_MAX_US ||
-	    cfg->idle_us > PLAYOUT_CFG_TIME_MAX_US)
-		return -EINVAL;
-	return 0;
+	return playout_config_problem(cfg) ? -EINVAL : 0;
 }
 
 int playout_init(struct playout *p, const struct playout_config *cfg)
@@ -75,7 +88,7 @@ int playout_init(struct playout *p, const struct playout_config *cfg)
 		return -EINVAL;
 	memset(p, 0, sizeof(*p));
 	p->cfg = *cfg;
-	clock_init(&p->clock);
+	offset_init(&p->clock);
 	delay_init(&p->delay, &p->cfg);
 	segq_init(&p->q);
 	return 0;
@@ -120,7 +133,7 @@ static bool btn_index(uint16_t code, uint32_t *i)
 static void btn_push(struct playout *p, uint64_t at_us, uint32_t idx, uint8_t down)
 {
 	struct btnq *b = &p->b;
-	struct btn_event *e;
+	struct btnq_event *e;
 
 	if (__builtin_expect(b->tail - b->head == REMOLO_BTNQ_CAP || b->overflow_mask, 0)) {
 		b->overflow_mask |= (uint8_t)(1u << idx);
@@ -149,7 +162,7 @@ static void btn_drain(struct playout *p, uint64_t now_us, struct playout_out *ou
 	uint8_t seen = 0;
 
 	while (b->head != b->tail && out->nbtn < PLAYOUT_BTN_PER_TICK) {
-		struct btn_event *e = &b->ev[b->head & BTNQ_MASK];
+		struct btnq_event *e = &b->ev[b->head & BTNQ_MASK];
 		uint8_t bit = (uint8_t)(1u << (e->code - PLAYOUT_BTN_FIRST));
 
 		if (diff(e->at_us, now_us) > 0 || (seen & bit))
@@ -238,14 +251,14 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	}
 	p->stats.packets++;
 	offset_before = p->clock.offset_us;
-	ev = clock_update(&p->clock, cfg, rx_us, pkt->tx_us, &lateness);
+	ev = offset_update(&p->clock, cfg, rx_us, pkt->tx_us, &lateness);
 	/* The offsets may be anywhere in int64 under a hostile sender:
 	 * subtract in unsigned space (the difference is positive). */
-	if (ev == CLOCK_EVENT_RISE && p->clock.offset_us > offset_before)
+	if (ev == OFFSET_EVENT_RISE && p->clock.offset_us > offset_before)
 		delay_rebase(&p->delay, cfg, (uint64_t)p->clock.offset_us - (uint64_t)offset_before);
-	if (ev == CLOCK_EVENT_RESET)
+	if (ev == OFFSET_EVENT_RESET)
 		p->stats.clock_resets++;
-	else if (ev == CLOCK_EVENT_STEP)
+	else if (ev == OFFSET_EVENT_STEP)
 		p->stats.clock_steps++;
 	delay = delay_update(&p->delay, cfg, lateness);
 
@@ -259,12 +272,12 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 
 	/* Time since the previous packet, on the sender's clock; the first
 	 * one after a reset spreads over the longest segment. */
-	interval = p->have_prev && ev != CLOCK_EVENT_RESET ? diff(pkt->tx_us, p->prev_tx_us)
+	interval = p->have_prev && ev != OFFSET_EVENT_RESET ? diff(pkt->tx_us, p->prev_tx_us)
 							  : (int64_t)cfg->seg_max_us;
 	if (cfg->frame_max_us && (pkt->kind == PLAYOUT_KIND_MOTION || pkt->kind == PLAYOUT_KIND_SCROLL)) {
 		/* The sender sums a frame's movement and sends it at the frame's
 		 * end: after a pause the motion is one frame's, not the pause's. */
-		if (p->prev_move && ev != CLOCK_EVENT_RESET && interval > 0 &&
+		if (p->prev_move && ev != OFFSET_EVENT_RESET && interval > 0 &&
 		    interval <= (int64_t)cfg->frame_max_us)
 			p->frame_us = (uint32_t)interval;
 		if (p->frame_us && interval > (int64_t)p->frame_us)
@@ -337,9 +350,11 @@ void playout_tick(struct playout *p, uint64_t now_us, struct playout_out *out)
 void playout_flush(struct playout *p, uint64_t now_us)
 {
 	for (uint32_t i = p->q.head; i != p->q.tail; i++) {
-		struct segment *s = &p->q.seg[i & (REMOLO_SEGQ_CAP - 1)];
+		struct segq_seg *s = &p->q.seg[i & (REMOLO_SEGQ_CAP - 1)];
 
-		s->start_us = now_us - s->dur_us;   /* finishes on the next tick */
+		/* Due by now_us: a tick at now_us emits all of it (one more
+		 * microsecond, so a zero-length segment is due too). */
+		s->start_us = now_us - s->dur_us - 1;
 	}
 	for (uint32_t i = p->b.head; i != p->b.tail; i++)
 		p->b.ev[i & BTNQ_MASK].at_us = now_us;

@@ -17,6 +17,12 @@
 /* Merged totals stay far from int64 overflow in total * elapsed. */
 #define MERGED_TOTAL_MAX ((int64_t)1 << 40)
 
+/* segq_drain computes total * elapsed with elapsed < dur <= the largest
+ * configurable segment, and a single packet's bound fits a merged total. */
+_Static_assert(MERGED_TOTAL_MAX <= INT64_MAX / PLAYOUT_CFG_SEG_MAX_US, "total * elapsed fits in int64");
+_Static_assert(REMOLO_MAX_MOTION_Q8 <= MERGED_TOTAL_MAX && REMOLO_MAX_SCROLL_Q8 <= MERGED_TOTAL_MAX,
+	       "one packet fits a segment");
+
 void segq_init(struct segq *q)
 {
 	memset(q, 0, sizeof(*q));
@@ -34,7 +40,7 @@ static int64_t clamp_total(int64_t v)
 static bool merge(struct segq *q, uint8_t kind, int64_t a, int64_t b)
 {
 	for (uint32_t i = q->tail; i != q->head; i--) {
-		struct segment *s = &q->seg[(i - 1) & SEGQ_MASK];
+		struct segq_seg *s = &q->seg[(i - 1) & SEGQ_MASK];
 
 		if (s->kind != kind || s->finished)
 			continue;
@@ -48,7 +54,7 @@ static bool merge(struct segq *q, uint8_t kind, int64_t a, int64_t b)
 
 int segq_push(struct segq *q, uint8_t kind, uint64_t start_us, uint32_t dur_us, int64_t a, int64_t b)
 {
-	struct segment *s;
+	struct segq_seg *s;
 	uint64_t end = start_us + dur_us;
 
 	if (__builtin_expect(segq_len(q) == REMOLO_SEGQ_CAP, 0))
@@ -72,7 +78,7 @@ int segq_push(struct segq *q, uint8_t kind, uint64_t start_us, uint32_t dur_us, 
 void segq_drain(struct segq *q, uint64_t now_us, int64_t acc[4])
 {
 	for (uint32_t i = q->head; i != q->tail; i++) {
-		struct segment *s = &q->seg[i & SEGQ_MASK];
+		struct segq_seg *s = &q->seg[i & SEGQ_MASK];
 		int64_t elapsed = (int64_t)(now_us - s->start_us);
 		int64_t *out = s->kind == PLAYOUT_KIND_SCROLL ? &acc[2] : &acc[0];
 

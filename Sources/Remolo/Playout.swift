@@ -207,12 +207,14 @@ public final class Playout {
     let p: UnsafeMutablePointer<playout>
 
     public init(config: PlayoutConfig = .default) throws(PlayoutError) {
-        p = .allocate(capacity: 1)
         var c = config.c
-        if playout_init(p, &c) != 0 {
-            p.deallocate()
-            throw PlayoutError(description: "invalid playout configuration \(config): delays must satisfy min <= start <= max <= 60 s, window 1...\(REMOLO_WINDOW_MAX), permille <= 1000, segments <= 1 s")
+        // Checked before anything is allocated: once every stored property
+        // is set, a throwing init runs deinit.
+        if let why = playout_config_problem(&c) {
+            throw PlayoutError(description: "invalid playout configuration: \(String(cString: why)); start from PlayoutConfig.default and change one knob at a time")
         }
+        p = .allocate(capacity: 1)
+        _ = playout_init(p, &c)
     }
 
     deinit { p.deallocate() }

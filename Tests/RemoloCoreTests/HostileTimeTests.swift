@@ -1,3 +1,4 @@
+import Remolo
 import RemoloCore
 import Testing
 
@@ -27,6 +28,14 @@ import Testing
             var r = SplitMix64(seed: UInt64(k)); return (r.next(), Int32(truncatingIfNeeded: r.next())) }, count: 2_000),
         Case(id: 8, name: "sender time one step back 5 s mid-stream", packet: { k in
             (k < 100 ? UInt64(k) * 8_333 : UInt64(k) * 8_333 &- 5_000_000, 256) }, count: 300),
+        // Arrivals are 1 000 000 + 8 333 k: these hold the sample
+        // (arrival - sender time) at the ends of int64 for the whole run.
+        Case(id: 9, name: "sample held at INT64_MAX", packet: { k in
+            (1_000_000 &+ UInt64(k) * 8_333 &- UInt64(Int64.max), 256) }, count: 300),
+        Case(id: 10, name: "sample held at INT64_MIN", packet: { k in
+            (1_000_000 &+ UInt64(k) * 8_333 &+ (1 << 63), 256) }, count: 300),
+        Case(id: 11, name: "sample alternates between the ends of int64", packet: { k in
+            (1_000_000 &+ UInt64(k) * 8_333 &+ (k % 2 == 0 ? (1 << 63) : 1), -256) }, count: 300),
     ]
 
     /// Both the brief's policy and the default (which adds the windowed
@@ -126,6 +135,10 @@ import Testing
         default: c.gap_reset_us = UInt32.max
         }
         #expect(playout_config_check(&c) == -22, "case \(id)")
+        #expect(playout_config_problem(&c) != nil, "case \(id): says which rule")
+        var cfg = PlayoutConfig.default
+        cfg.window = 0
+        #expect(throws: PlayoutError.self) { try Playout(config: cfg) }
         let p = UnsafeMutablePointer<playout>.allocate(capacity: 1)
         defer { p.deallocate() }
         #expect(playout_init(p, &c) == -22, "case \(id)")

@@ -44,9 +44,9 @@ final class CorePlayout {
     var delay: UInt32 { p.pointee.delay.delay_us }
     var offset: Int64 { p.pointee.clock.offset_us }
     var queued: UInt32 { p.pointee.q.tail &- p.pointee.q.head }
-    func segment(_ i: UInt32) -> segment {
+    func segment(_ i: UInt32) -> segq_seg {
         withUnsafeBytes(of: p.pointee.q.seg) { raw in
-            raw.bindMemory(to: RemoloCore.segment.self)[Int((p.pointee.q.head &+ i) & (REMOLO_SEGQ_CAP - 1))]
+            raw.bindMemory(to: segq_seg.self)[Int((p.pointee.q.head &+ i) & (REMOLO_SEGQ_CAP - 1))]
         }
     }
 }

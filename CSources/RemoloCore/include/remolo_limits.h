@@ -77,8 +77,4 @@ _Static_assert((REMOLO_BTNQ_CAP & (REMOLO_BTNQ_CAP - 1)) == 0, "button ring: pow
 _Static_assert(REMOLO_DELAY_MIN_US <= REMOLO_DELAY_START_US &&
                REMOLO_DELAY_START_US <= REMOLO_DELAY_MAX_US, "start delay inside the clamp");
 _Static_assert(REMOLO_LATE_MIN_US <= REMOLO_LATE_MAX_US, "late replay range");
-/* Segment progress is total * elapsed / duration in 64 bits. */
-_Static_assert((unsigned long long)REMOLO_MAX_SCROLL_Q8 * 2 * REMOLO_SEG_MAX_US * 64 < (1ull << 62),
-               "segment integration cannot overflow");
-
 #endif

@@ -76,7 +76,7 @@ struct playout_pkt {
 };
 
 /* ---- clock offset ------------------------------------------------------- */
-struct clock_est {
+struct offset_est {
 	int64_t offset_us;         /* receiver time - sender time, creeping minimum */
 	uint64_t creep_rem;        /* creep remainder, ppm * us */
 	uint64_t last_rx_us;
@@ -90,18 +90,18 @@ struct clock_est {
 	bool prev_valid;
 };
 
-enum clock_event {
-	CLOCK_EVENT_NONE = 0,
-	CLOCK_EVENT_MINIMUM = 1,   /* a new fastest trip */
-	CLOCK_EVENT_RESET = 2,     /* first packet, or after a long gap */
-	CLOCK_EVENT_STEP = 3,      /* absurdly late: rebased */
-	CLOCK_EVENT_RISE = 4,      /* the windowed minimum went up */
+enum offset_event {
+	OFFSET_EVENT_NONE = 0,
+	OFFSET_EVENT_MINIMUM = 1,   /* a new fastest trip */
+	OFFSET_EVENT_RESET = 2,     /* first packet, or after a long gap */
+	OFFSET_EVENT_STEP = 3,      /* absurdly late: rebased */
+	OFFSET_EVENT_RISE = 4,      /* the windowed minimum went up */
 };
 
-void clock_init(struct clock_est *c);
-/* Feeds one arrival; returns enum clock_event and stores the packet's
+void offset_init(struct offset_est *c);
+/* Feeds one arrival; returns enum offset_event and stores the packet's
  * lateness (>= 0) in *lateness_us. */
-int clock_update(struct clock_est *c, const struct playout_config *cfg,
+int offset_update(struct offset_est *c, const struct playout_config *cfg,
 		 uint64_t rx_us, uint64_t tx_us, uint64_t *lateness_us);
 
 /* ---- delay -------------------------------------------------------------- */
@@ -127,7 +127,7 @@ uint32_t delay_quantile(const struct delay_est *d, const struct playout_config *
 void delay_rebase(struct delay_est *d, const struct playout_config *cfg, uint64_t by_us);
 
 /* ---- segment queue ------------------------------------------------------ */
-struct segment {
+struct segq_seg {
 	uint64_t start_us;
 	int64_t total[2];          /* Q8 */
 	int64_t done[2];           /* Q8 already emitted */
@@ -137,7 +137,7 @@ struct segment {
 };
 
 struct segq {
-	struct segment seg[REMOLO_SEGQ_CAP];
+	struct segq_seg seg[REMOLO_SEGQ_CAP];
 	uint32_t head;             /* free-running; index with & mask */
 	uint32_t tail;
 	uint64_t tail_end_us;      /* latest end of anything queued */
@@ -155,7 +155,7 @@ int segq_push(struct segq *q, uint8_t kind, uint64_t start_us, uint32_t dur_us, 
 void segq_drain(struct segq *q, uint64_t now_us, int64_t acc[4]);
 
 /* ---- buttons ------------------------------------------------------------ */
-struct btn_event {
+struct btnq_event {
 	uint64_t at_us;
 	uint16_t code;
 	uint8_t down;
@@ -165,9 +165,10 @@ struct btn_event {
  * refused. */
 #define PLAYOUT_BTN_FIRST 0x110
 #define PLAYOUT_BTN_COUNT 8
+_Static_assert(PLAYOUT_BTN_COUNT <= 8, "button state and masks are uint8_t");
 
 struct btnq {
-	struct btn_event ev[REMOLO_BTNQ_CAP];
+	struct btnq_event ev[REMOLO_BTNQ_CAP];
 	uint32_t head, tail;
 	uint64_t last_at_us;
 	/* A flood that fills the ring collapses into the final state of each
@@ -180,6 +181,8 @@ struct btnq {
 
 /* ---- the whole receiver-side playout ------------------------------------ */
 #define PLAYOUT_BTN_PER_TICK 8
+/* playout_flush's release of every button then fits one tick. */
+_Static_assert(PLAYOUT_BTN_PER_TICK >= PLAYOUT_BTN_COUNT, "a tick can release every button");
 
 struct playout_btn {
 	uint16_t code;
@@ -217,7 +220,7 @@ enum playout_push_result {
 
 struct playout {
 	struct playout_config cfg;
-	struct clock_est clock;
+	struct offset_est clock;
 	struct delay_est delay;
 	struct segq q;
 	struct btnq b;
@@ -236,8 +239,10 @@ struct playout {
 void playout_config_seed(struct playout_config *cfg);
 /* The policy the receiver runs: the seed plus measured improvements. */
 void playout_config_default(struct playout_config *cfg);
-/* 0, or -EINVAL when a value is out of range (the caller says which). */
+/* 0, or -EINVAL when a value is out of range. */
 int playout_config_check(const struct playout_config *cfg);
+/* NULL when valid, else which rule the first bad value breaks (static text). */
+const char *playout_config_problem(const struct playout_config *cfg);
 
 /* cfg NULL = defaults. Returns 0 or -EINVAL. */
 int playout_init(struct playout *p, const struct playout_config *cfg);

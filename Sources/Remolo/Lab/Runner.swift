@@ -213,7 +213,7 @@ public struct LabCase: Sendable {
                     let q = segBase.assumingMemoryBound(to: segq.self)
                     let idx = Int((q.pointee.tail &- 1) & (REMOLO_SEGQ_CAP - 1))
                     let s = withUnsafeMutablePointer(to: &q.pointee.seg) {
-                        $0.withMemoryRebound(to: segment.self, capacity: Int(REMOLO_SEGQ_CAP)) { $0[idx] }
+                        $0.withMemoryRebound(to: segq_seg.self, capacity: Int(REMOLO_SEGQ_CAP)) { $0[idx] }
                     }
                     done = firstTick(s.start_us + UInt64(s.dur_us), strict: s.dur_us == 0)
                 case .merged:

@@ -15,7 +15,7 @@
  */
 #include "remolo_playout.h"
 
-void clock_init(struct clock_est *c)
+void offset_init(struct offset_est *c)
 {
 	c->offset_us = 0;
 	c->creep_rem = 0;
@@ -33,7 +33,7 @@ static int64_t diff(uint64_t a, uint64_t b)
 	return (int64_t)(a - b);
 }
 
-static void rebase(struct clock_est *c, int64_t sample)
+static void rebase(struct offset_est *c, int64_t sample)
 {
 	c->offset_us = sample;
 	c->creep_rem = 0;
@@ -41,7 +41,7 @@ static void rebase(struct clock_est *c, int64_t sample)
 
 /* A reset or a step starts the windowed minimum afresh: samples from
  * before it belong to another clock relation. */
-static void forget_windows(struct clock_est *c)
+static void forget_windows(struct offset_est *c)
 {
 	c->win_open = false;
 	c->prev_valid = false;
@@ -50,7 +50,7 @@ static void forget_windows(struct clock_est *c)
 /* Windowed minimum (rise_window_us != 0). Returns true when the offset
  * rose: the smallest trip of the last two windows is slower than the
  * offset, so the fastest trip the offset remembers no longer happens. */
-static bool window_rise(struct clock_est *c, const struct playout_config *cfg,
+static bool window_rise(struct offset_est *c, const struct playout_config *cfg,
 			uint64_t rx_us, int64_t sample)
 {
 	bool rose = false;
@@ -78,12 +78,12 @@ static bool window_rise(struct clock_est *c, const struct playout_config *cfg,
 	return rose;
 }
 
-int clock_update(struct clock_est *c, const struct playout_config *cfg,
+int offset_update(struct offset_est *c, const struct playout_config *cfg,
 		 uint64_t rx_us, uint64_t tx_us, uint64_t *lateness_us)
 {
 	int64_t sample = diff(rx_us, tx_us);
 	int64_t elapsed;
-	int event = CLOCK_EVENT_NONE;
+	int event = OFFSET_EVENT_NONE;
 
 	if (__builtin_expect(!c->valid, 0)) {
 		rebase(c, sample);
@@ -91,7 +91,7 @@ int clock_update(struct clock_est *c, const struct playout_config *cfg,
 		c->valid = true;
 		c->last_rx_us = rx_us;
 		*lateness_us = 0;
-		return CLOCK_EVENT_RESET;
+		return OFFSET_EVENT_RESET;
 	}
 
 	/* A receiver clock that went backwards (it should not: CLOCK_MONOTONIC)
@@ -106,26 +106,33 @@ int clock_update(struct clock_est *c, const struct playout_config *cfg,
 		rebase(c, sample);
 		forget_windows(c);
 		*lateness_us = 0;
-		return CLOCK_EVENT_RESET;
+		return OFFSET_EVENT_RESET;
 	}
 
 	/* elapsed <= gap_reset_us <= 60 s and creep_ppm <= 1e6: the product
 	 * stays below 2^46. */
 	c->creep_rem += (uint64_t)elapsed * cfg->creep_ppm;
 	if (c->creep_rem >= 1000000u) {
-		c->offset_us += (int64_t)(c->creep_rem / 1000000u);
+		int64_t step = (int64_t)(c->creep_rem / 1000000u);
+
 		c->creep_rem %= 1000000u;
+		/* A hostile sender time can put the offset at INT64_MAX:
+		 * saturate; the next sample below it rebases anyway. */
+		if (__builtin_expect(c->offset_us > INT64_MAX - step, 0))
+			c->offset_us = INT64_MAX;
+		else
+			c->offset_us += step;
 	}
 
 	if (cfg->rise_window_us && window_rise(c, cfg, rx_us, sample))
-		event = CLOCK_EVENT_RISE;
+		event = OFFSET_EVENT_RISE;
 
 	if (sample < c->offset_us) {
 		rebase(c, sample);
 		/* A rise followed by a new minimum is still a rise overall: the
 		 * caller rebases the delay window on the net change. */
-		if (event != CLOCK_EVENT_RISE)
-			event = CLOCK_EVENT_MINIMUM;
+		if (event != OFFSET_EVENT_RISE)
+			event = OFFSET_EVENT_MINIMUM;
 	}
 
 	/* sample >= offset here, but both may be far apart after a step:
@@ -135,7 +142,7 @@ int clock_update(struct clock_est *c, const struct playout_config *cfg,
 		rebase(c, sample);
 		forget_windows(c);
 		*lateness_us = 0;
-		return CLOCK_EVENT_STEP;
+		return OFFSET_EVENT_STEP;
 	}
 	return event;
 }
