@@ -6,6 +6,10 @@ let usage = """
 usage: remolo COMMAND [options]
 
 commands:
+  identity    print this host's key fingerprint (created on first use)
+  pair        receiver: issue a pairing code and wait for a sender to pair
+  receive     receiver: move this machine's pointer for paired senders
+  send        sender: connect to a receiver and send motion
   simulate    replay network scenarios through the playout core and score them
   relay       forward UDP datagrams with a scenario's delays and losses
   version     print the version

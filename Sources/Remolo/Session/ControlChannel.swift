@@ -421,21 +421,33 @@ public final class ReceiverServer: Sendable {
     let newSessionID: @Sendable () -> SessionID
     let onSession: @Sendable (ControlChannel) -> Void
     let onRejected: @Sendable (SessionError) -> Void
+    let onConfirmed: @Sendable (HandshakeResult) throws(SessionError) -> Void
+    let onAbandoned: @Sendable (HandshakeResult) -> Void
     let unauthenticated = Mutex(0)
 
     /// - Parameters:
     ///   - onSession: runs on the connection's own thread with a confirmed
     ///     session; the connection closes when it returns.
     ///   - onRejected: every connection that failed before confirmation (for logs/tests).
+    ///   - onConfirmed: runs once the sender's ping proved the keys and before
+    ///     the pong, so whatever it registers (the datagram session) is live
+    ///     before the sender can use it; throwing refuses the session.
+    ///   - onAbandoned: undoes `onConfirmed` when the pong cannot be sent
+    ///     (the sender vanished, or the connection was reset on the path):
+    ///     no session is left registered without its connection.
     public init(listener: TCPListener, trust: ReceiverTrust, limits: SessionLimits = SessionLimits(),
                 newSessionID: @escaping @Sendable () -> SessionID = SessionID.random,
                 onRejected: @escaping @Sendable (SessionError) -> Void = { _ in },
+                onConfirmed: @escaping @Sendable (HandshakeResult) throws(SessionError) -> Void = { _ in },
+                onAbandoned: @escaping @Sendable (HandshakeResult) -> Void = { _ in },
                 onSession: @escaping @Sendable (ControlChannel) -> Void) {
         self.listener = listener
         self.trust = trust
         self.limits = limits
         self.newSessionID = newSessionID
         self.onRejected = onRejected
+        self.onConfirmed = onConfirmed
+        self.onAbandoned = onAbandoned
         self.onSession = onSession
     }
 
@@ -498,7 +510,14 @@ public final class ReceiverServer: Sendable {
         guard case .ping(let token) = try channel.receiveRaw(deadline: deadline) else {
             channel.close(); throw .confirmationFailed
         }
-        try channel.send(.pong(token))
+        let result = hs.result!
+        do { try onConfirmed(result) } catch { channel.close(); throw error }
+        // Within the handshake's deadline, not the idle timeout.
+        do { try channel.send(.pong(token), timeout: max(0, deadline - monotonicSeconds())) } catch {
+            onAbandoned(result)
+            channel.close()
+            throw error
+        }
         return channel
     }
 }

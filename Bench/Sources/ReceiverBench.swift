@@ -1,0 +1,161 @@
+import BenchSupport
+import Foundation
+import RemoloCore
+
+// The receive loop (CSources/RemoloCore/rx*.c) with real loopback UDP:
+// datagrams through io_uring receive, wire_open and playout_push, the
+// 480 Hz drain writing frames to /dev/null.
+//
+//   rx.datagram_ns      wall time per datagram, this thread sending bursts
+//                       of 64 (at most 3 in flight) and the loop receiving
+//                       on the other core: bound by the sender's own
+//                       sendto + loopback delivery (~2/3 of the samples)
+//   rx.loop_cpu_ns      CPU time of every thread but this one (the loop:
+//                       its io_uring_enter, the kernel's copy into the
+//                       provided buffer, open, push, drain) per datagram
+//   rx.allocs_per_batch heap allocations in the whole process while a
+//                       batch went through (the loop allocates nothing)
+func receiverBenches() -> [BenchCase] {
+    [BenchCase(name: "rx.datagram") { s in receiverDatagramBench(s) }]
+}
+
+private let rxKey: [UInt8] = (0..<32).map { UInt8(0x21 + $0) }
+private let rxID: [UInt8] = Array("rxbench!".utf8)
+
+/// The C loop on its own thread.
+private final class BenchLoop: @unchecked Sendable {
+    // @unchecked Sendable: the loop thread owns `l` while it runs; this
+    // thread only uses rx_cmd_push and rx_stats_read, made for that.
+    let l = UnsafeMutablePointer<rx_loop>.allocate(capacity: 1)
+    let done = DispatchSemaphore(value: 0)
+    let sock: Int32
+    let sink: Int32
+    let port: UInt16
+
+    init() {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        sock = fd
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                precondition(bind(fd, $0, len) == 0)
+                precondition(getsockname(fd, $0, &len) == 0)
+            }
+        }
+        port = UInt16(bigEndian: a.sin_port)
+        sink = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        var cfg = rx_config()
+        playout_config_default(&cfg.playout)
+        cfg.sock = sock
+        cfg.sink_fd = sink
+        precondition(rx_loop_init(l, &cfg) == 0, "rx_loop_init")
+        Thread { [self] in
+            _ = rx_loop_run(l)
+            done.signal()
+        }.start()
+        while rx_loop_state(l) == Int32(RX_STATE_IDLE.rawValue) { usleep(100) }
+        precondition(rx_loop_state(l) == Int32(RX_STATE_RUNNING.rawValue), "io_uring unavailable")
+        var c = rx_cmd()
+        c.op = UInt8(RX_OP_ADD_SESSION.rawValue)
+        withUnsafeMutableBytes(of: &c.key) { $0.copyBytes(from: rxKey) }
+        withUnsafeMutableBytes(of: &c.id) { $0.copyBytes(from: rxID) }
+        let seq = rx_cmd_push(l, &c)
+        var r: Int32 = -1
+        while rx_cmd_result(l, UInt32(seq), &r) == 0 { usleep(100) }
+        precondition(r == 0, "add session: \(r)")
+    }
+
+    var stats: rx_stats {
+        var s = rx_stats()
+        rx_stats_read(l, &s)
+        return s
+    }
+
+    deinit {
+        var c = rx_cmd()
+        c.op = UInt8(RX_OP_STOP.rawValue)
+        _ = rx_cmd_push(l, &c)
+        done.wait()
+        rx_loop_deinit(l)
+        l.deallocate()
+        close(sock)
+        close(sink)
+    }
+}
+
+private func cpuNs(_ clock: clockid_t) -> UInt64 {
+    var ts = timespec()
+    clock_gettime(clock, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+private func receiverDatagramBench(_ settings: BenchSettings) -> [BenchResult] {
+    precondition(wire_crypto_init() == 0)
+    let loop = BenchLoop()
+    let n = settings.iterations(50_000)
+    let len = Int(WIRE_DATAGRAM_LEN)
+    let burst = 64
+    let tx = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    defer { close(tx) }
+    var to = sockaddr_in()
+    to.sin_family = sa_family_t(AF_INET)
+    to.sin_port = loop.port.bigEndian
+    to.sin_addr.s_addr = inet_addr("127.0.0.1")
+    withUnsafePointer(to: &to) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            precondition(connect(tx, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0)
+        }
+    }
+    var counter: UInt64 = 0
+    var batch = [UInt8](repeating: 0, count: n * len)
+    var samples: [Double] = []
+    var allocs: [Double] = []
+    var loopCPU: [Double] = []
+    let t0us = UInt64(monotonicNs() / 1000)
+    for _ in 0..<settings.repetitions {
+        // Untimed: seal the batch (motion at 120 Hz sender times).
+        batch.withUnsafeMutableBufferPointer { b in
+            var pkt = playout_pkt()
+            pkt.kind = UInt8(PLAYOUT_KIND_MOTION.rawValue)
+            for i in 0..<n {
+                pkt.a = 256
+                pkt.b = -256
+                pkt.tx_us = t0us + 8_333 * counter
+                precondition(wire_seal(rxKey, rxID, counter, &pkt, b.baseAddress! + i * len, len) == Int32(len))
+                counter += 1
+            }
+        }
+        let base = loop.stats.datagrams
+        let a0 = bench_allocations()
+        let c0 = cpuNs(CLOCK_PROCESS_CPUTIME_ID) - cpuNs(CLOCK_THREAD_CPUTIME_ID)
+        let t0 = monotonicNs()
+        batch.withUnsafeBufferPointer { b in
+            var sent = 0
+            while sent < n {
+                let k = min(burst, n - sent)
+                for i in sent..<(sent + k) { _ = send(tx, b.baseAddress! + i * len, len, 0) }
+                sent += k
+                // At most three bursts in flight: the socket queue never
+                // overflows and the buffer ring never runs dry.
+                while loop.stats.datagrams - base + UInt64(2 * burst) < UInt64(sent) {}
+            }
+            while loop.stats.datagrams - base < UInt64(n) {}
+        }
+        let t1 = monotonicNs()
+        let c1 = cpuNs(CLOCK_PROCESS_CPUTIME_ID) - cpuNs(CLOCK_THREAD_CPUTIME_ID)
+        let a1 = bench_allocations()
+        samples.append(Double(t1 - t0) / Double(n))
+        loopCPU.append(Double(c1 - c0) / Double(n))
+        allocs.append(Double(a1 - a0))
+    }
+    let st = loop.stats
+    precondition(st.enobufs == 0 && st.drop.4 == 0 && st.drop.5 == 0,
+                 "rx bench: datagrams lost (ENOBUFS \(st.enobufs))")
+    precondition(st.opened == UInt64(n * settings.repetitions), "rx bench: opened \(st.opened)")
+    return [BenchResult(name: "rx.datagram_ns", value: median(samples), unit: "ns"),
+            BenchResult(name: "rx.loop_cpu_ns", value: median(loopCPU), unit: "ns"),
+            BenchResult(name: "rx.allocs_per_batch", value: allocs.max() ?? .nan, unit: "allocs")]
+}

@@ -1,0 +1,568 @@
+// The receiver: the C hot loop (CSources/RemoloCore/rx*.c) on a thread of
+// its own, the TCP control plane (handshakes, buttons, bye) around it.
+//
+//   UDP datagrams ---------------------> io_uring loop --> playout --> uinput
+//   TCP: handshake -> add session ------> command ring ----^
+//        button / bye / close ----------> command ring ----^
+//
+// No C type appears in this API.
+internal import Glibc
+internal import RemoloCore
+import Foundation
+import Synchronization
+
+/// Why the receiver could not start or act, with what to do about it.
+public struct ReceiverError: Error, Equatable, CustomStringConvertible, Sendable {
+    public let message: String
+    public var description: String { message }
+
+    init(_ message: String) { self.message = message }
+
+    /// io_uring cannot be used here: says which of the usual causes applies.
+    static func ioUring(errno e: Int32, disabled: Int32, seccomp: Int32) -> ReceiverError {
+        var m = "io_uring is not available (io_uring_setup: \(String(cString: strerror(e))))"
+        if disabled == 2 {
+            m += ": it is disabled system-wide (/proc/sys/kernel/io_uring_disabled = 2). Fix: "
+                + "`sudo sysctl -w kernel.io_uring_disabled=0` (and drop the setting from /etc/sysctl.d)."
+        } else if disabled == 1 {
+            m += ": it is limited to the io_uring group (/proc/sys/kernel/io_uring_disabled = 1). Fix: "
+                + "run as root, add this user to the group named by /proc/sys/kernel/io_uring_group, "
+                + "or `sudo sysctl -w kernel.io_uring_disabled=0`."
+        } else if seccomp > 0 {
+            m += ": a seccomp filter blocks it (Seccomp: \(seccomp) in /proc/self/status; containers "
+                + "often do this). Fix: run outside the container, or allow io_uring_setup, "
+                + "io_uring_enter and io_uring_register in its seccomp profile."
+        } else if e == ENOSYS {
+            m += ": the kernel was built without it (CONFIG_IO_URING). Use a kernel with io_uring (6.1 or later)."
+        } else if e == ENOMEM || e == EPERM {
+            m += ": the locked-memory limit may be too low. Fix: raise `ulimit -l` (memlock)."
+        } else {
+            m += "."
+        }
+        return ReceiverError(m)
+    }
+}
+
+/// Where the receive loop writes its frames.
+public enum ReceiverOutput: Sendable {
+    /// A new uinput pointer device with this name (what the desktop sees).
+    case uinput(name: String)
+    /// Any file descriptor: the same encoded evdev frames (struct
+    /// input_event), one write() per tick. For tests and tools; the caller
+    /// owns the descriptor. This is not a pointer device.
+    case fileDescriptor(Int32)
+}
+
+/// The receive loop's counters.
+public struct ReceiverStats: Sendable, Equatable {
+    /// Datagrams received (any content).
+    public var datagrams: UInt64
+    /// Datagrams that opened (authentic, fresh, for a live session).
+    public var opened: UInt64
+    /// Datagrams dropped, by reason.
+    public var drops: [DatagramDropReason: UInt64]
+    /// Longer than a receive buffer (also counted as `.long`).
+    public var truncated: UInt64
+    /// The provided-buffer ring ran dry (the kernel dropped datagrams).
+    public var bufferRingEmpty: UInt64
+    /// Times the multishot receive had to be armed (1 = never re-armed).
+    public var receiveArms: UInt64
+    public var receiveErrors: UInt64
+    /// Packets that missed their playout slot and were replayed from now.
+    public var latePackets: UInt64
+    /// Drain ticks handled; ticks that found the timer had fired more than
+    /// once since the last one; the expirations they missed.
+    public var ticks: UInt64
+    public var lateTicks: UInt64
+    public var missedTicks: UInt64
+    /// Frames written to the output (one write() each).
+    public var frames: UInt64
+    public var splitFrames: UInt64
+    public var writeErrors: UInt64
+    /// errno of the last failed write, 0 if none.
+    public var lastWriteErrno: Int32
+    public var timerStarts: UInt64
+    public var timerStops: UInt64
+    public var timerRunning: Bool
+    public var commands: UInt64
+    public var commandErrors: UInt64
+    public var sessionsAdded: UInt64
+    public var sessionsRemoved: UInt64
+    public var liveSessions: Int
+    /// Button changes pushed into playouts.
+    public var buttons: UInt64
+    /// Everything written, summed: REL_X, REL_Y (pixels), REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES.
+    public var totalDX: Int64
+    public var totalDY: Int64
+    public var totalWheelHiRes: Int64
+    public var totalHWheelHiRes: Int64
+    /// The loop thread runs SCHED_FIFO.
+    public var realtime: Bool
+    /// io_uring setup flags in use (IORING_SETUP_*).
+    public var ringFlags: UInt32
+
+    public var dropped: UInt64 { drops.values.reduce(0, +) }
+    public subscript(reason: DatagramDropReason) -> UInt64 { drops[reason] ?? 0 }
+
+    init(_ s: rx_stats) {
+        datagrams = s.datagrams
+        opened = s.opened
+        var d: [DatagramDropReason: UInt64] = [:]
+        withUnsafeBytes(of: s.drop) { raw in
+            let counts = raw.bindMemory(to: UInt64.self)
+            for r in DatagramDropReason.allCases { d[r] = counts[r.rawValue] }
+        }
+        drops = d
+        truncated = s.truncated
+        bufferRingEmpty = s.enobufs
+        receiveArms = s.recv_arms
+        receiveErrors = s.recv_errors
+        latePackets = s.pushed_late
+        ticks = s.ticks
+        lateTicks = s.late_ticks
+        missedTicks = s.missed_ticks
+        frames = s.frames
+        splitFrames = s.frames_split
+        writeErrors = s.write_errors
+        lastWriteErrno = Int32(truncatingIfNeeded: s.last_write_errno)
+        timerStarts = s.timer_starts
+        timerStops = s.timer_stops
+        timerRunning = s.timer_armed != 0
+        commands = s.commands
+        commandErrors = s.command_errors
+        sessionsAdded = s.sessions_added
+        sessionsRemoved = s.sessions_removed
+        liveSessions = Int(s.sessions_live)
+        buttons = s.buttons
+        totalDX = Int64(bitPattern: s.sum_dx)
+        totalDY = Int64(bitPattern: s.sum_dy)
+        totalWheelHiRes = Int64(bitPattern: s.sum_wheel_hires)
+        totalHWheelHiRes = Int64(bitPattern: s.sum_hwheel_hires)
+        realtime = s.rt != 0
+        ringFlags = UInt32(truncatingIfNeeded: s.setup_flags)
+    }
+
+    /// One line for logs.
+    public var summary: String {
+        var s = "datagrams \(datagrams) opened \(opened) dropped \(dropped)"
+        let reasons = DatagramDropReason.allCases.compactMap { r in self[r] > 0 ? "\(r) \(self[r])" : nil }
+        if !reasons.isEmpty { s += " (" + reasons.joined(separator: ", ") + ")" }
+        s += " | ticks \(ticks) late \(lateTicks) missed \(missedTicks) | frames \(frames)"
+        s += " | timer \(timerRunning ? "on" : "off") (starts \(timerStarts)) | sessions \(liveSessions)"
+        s += " | io_uring flags 0x" + String(ringFlags, radix: 16) + (realtime ? " | SCHED_FIFO" : "")
+        if bufferRingEmpty > 0 { s += " | ENOBUFS \(bufferRingEmpty)" }
+        if writeErrors > 0 { s += " | write errors \(writeErrors) (errno \(lastWriteErrno))" }
+        return s
+    }
+}
+
+/// Owns the C loop's memory; shared with the loop thread.
+private final class LoopStorage: @unchecked Sendable {
+    // @unchecked Sendable: the loop thread owns `loop` while it runs; other
+    // threads reach it only through rx_cmd_push (serialised by `producer`),
+    // rx_cmd_result, rx_stats_read and rx_loop_state, which are made for that.
+    let loop: UnsafeMutablePointer<rx_loop>
+    let producer = Mutex(())
+    let finished = DispatchSemaphore(value: 0)
+
+    init() {
+        loop = .allocate(capacity: 1)
+        // The struct is large (~300 KB, mostly playout rings): zero it once
+        // here, so no page is first touched on the loop thread.
+        UnsafeMutableRawPointer(loop).initializeMemory(as: UInt8.self, repeating: 0,
+                                                       count: MemoryLayout<rx_loop>.size)
+    }
+
+    deinit { loop.deallocate() }
+}
+
+/// The receive loop alone: datagrams from a bound UDP socket, played out at
+/// 480 Hz into the output. Sessions come and go through `addSession` /
+/// `removeSession` (the control plane's job; see `Receiver`).
+public final class ReceiveLoop: @unchecked Sendable {
+    // @unchecked Sendable: all mutable state lives in the C loop, reached
+    // only through its thread-safe entry points.
+    private let storage: LoopStorage
+    private let device: LoopDevice?
+    /// The UDP socket's local port.
+    public let port: UInt16
+    private let stopped = Mutex(false)
+
+    /// How long a command may wait for the loop (it runs within a tick).
+    static let commandTimeout = 2.0
+
+    /// Says whether io_uring can be used here, and if not why and how to fix it.
+    public static func probe() throws(ReceiverError) {
+        var r = rx_probe_result()
+        if rx_probe(&r) < 0 {
+            throw ReceiverError.ioUring(errno: r.setup_errno, disabled: r.disabled, seccomp: r.seccomp)
+        }
+    }
+
+    /// Starts the loop on its own thread over `socket` (a bound UDP socket
+    /// the caller keeps open until after `stop()`).
+    /// - Parameter realtimePriority: SCHED_FIFO priority for the loop thread
+    ///   (needs CAP_SYS_NICE; ignored without it); 0 keeps the default policy.
+    public init(socket: Int32, output: ReceiverOutput, playout: PlayoutConfig = .default,
+                realtimePriority: Int32 = 0) throws {
+        try Self.probe()
+        var cfg = rx_config()
+        cfg.playout = playout.c
+        cfg.sock = socket
+        cfg.sink_fd = -1
+        cfg.rt_priority = realtimePriority
+        var dev: LoopDevice?
+        switch output {
+        case .uinput(let name):
+            dev = try LoopDevice(name: name)
+        case .fileDescriptor(let fd):
+            cfg.sink_fd = fd
+        }
+        var addr = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let gotName = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &len) }
+        }
+        guard gotName == 0 else { throw ReceiverError("the UDP socket is not usable: \(String(cString: strerror(errno)))") }
+        port = withUnsafeBytes(of: addr) { raw in
+            // sin_port and sin6_port share offset 2, network byte order.
+            UInt16(raw[2]) << 8 | UInt16(raw[3])
+        }
+        let st = LoopStorage()
+        cfg.dev = dev?.dev
+        let r = rx_loop_init(st.loop, &cfg)
+        guard r == 0 else { throw ReceiverError("cannot set up the receive loop: \(String(cString: strerror(-r)))") }
+        storage = st
+        device = dev
+        let t = Thread {
+            _ = rx_loop_run(st.loop)
+            st.finished.signal()
+        }
+        t.name = "remolo-rx"
+        t.start()
+        // Wait until the ring is up (it is created on the loop thread).
+        let deadline = monotonicSeconds() + Self.commandTimeout
+        while rx_loop_state(st.loop) == Int32(RX_STATE_IDLE.rawValue) && monotonicSeconds() < deadline {
+            usleep(200)
+        }
+        if rx_loop_state(st.loop) != Int32(RX_STATE_RUNNING.rawValue) {
+            let e = rx_loop_run_error(st.loop)
+            stop()
+            var p = rx_probe_result()
+            _ = rx_probe(&p)
+            throw ReceiverError.ioUring(errno: e < 0 ? -e : ETIMEDOUT, disabled: p.disabled, seccomp: p.seccomp)
+        }
+    }
+
+    deinit {
+        stop()
+        rx_loop_deinit(storage.loop)
+    }
+
+    /// The uinput node the loop writes to, if it writes to a device.
+    public var devnode: String? { device?.devnode }
+
+    public var stats: ReceiverStats {
+        var s = rx_stats()
+        rx_stats_read(storage.loop, &s)
+        return ReceiverStats(s)
+    }
+
+    public var isRunning: Bool { rx_loop_state(storage.loop) == Int32(RX_STATE_RUNNING.rawValue) }
+
+    /// Runs one command on the loop thread and waits for its result.
+    private func command(_ c: rx_cmd) throws(ReceiverError) -> Int32 {
+        var c = c
+        let deadline = monotonicSeconds() + Self.commandTimeout
+        var seq: Int64 = -1
+        while true {
+            seq = storage.producer.withLock { _ in rx_cmd_push(storage.loop, &c) }
+            if seq >= 0 || seq != -Int64(EAGAIN) || monotonicSeconds() > deadline { break }
+            usleep(500)
+        }
+        withUnsafeMutableBytes(of: &c.key) { _ = sodium_wipe($0) }
+        guard seq >= 0 else { throw ReceiverError("the receive loop does not take commands (\(seq))") }
+        var result: Int32 = 0
+        while rx_cmd_result(storage.loop, UInt32(truncatingIfNeeded: seq), &result) == 0 {
+            guard isRunning, monotonicSeconds() < deadline else {
+                throw ReceiverError("the receive loop is not running")
+            }
+            usleep(100)
+        }
+        return result
+    }
+
+    private static func cmd(_ op: rx_op, _ id: DatagramSessionID) -> rx_cmd {
+        var c = rx_cmd()
+        c.op = UInt8(op.rawValue)
+        withUnsafeMutableBytes(of: &c.id) { raw in
+            for (i, b) in id.bytes.enumerated() { raw[i] = b }
+        }
+        return c
+    }
+
+    /// Opens datagrams of this session from now on.
+    public func addSession(_ id: DatagramSessionID, key: DatagramKey) throws(ReceiverError) {
+        var c = Self.cmd(RX_OP_ADD_SESSION, id)
+        key.withPointer { k in
+            withUnsafeMutableBytes(of: &c.key) { raw in
+                raw.baseAddress!.copyMemory(from: k, byteCount: DatagramKey.byteCount)
+            }
+        }
+        let r = try command(c)
+        switch -r {
+        case 0: return
+        case EEXIST: throw ReceiverError("session \(id) is already live")
+        case ENOSPC: throw ReceiverError("too many live sessions (\(DatagramOpener.capacity))")
+        default: throw ReceiverError("adding session \(id): \(String(cString: strerror(-r)))")
+        }
+    }
+
+    /// Ends a session: what it still holds plays out at once, its buttons are
+    /// released, and its datagrams are dropped from now on. False if unknown.
+    @discardableResult
+    public func removeSession(_ id: DatagramSessionID) throws(ReceiverError) -> Bool {
+        try command(Self.cmd(RX_OP_REMOVE_SESSION, id)) == 0
+    }
+
+    /// A button change from the control channel, played at its sender time
+    /// like datagrams of the same session. False if the session is unknown.
+    @discardableResult
+    public func button(_ id: DatagramSessionID, code: UInt16, down: Bool,
+                       senderTimeMicros: UInt64) throws(ReceiverError) -> Bool {
+        var c = Self.cmd(RX_OP_BUTTON, id)
+        c.pkt = playout_pkt(tx_us: senderTimeMicros, a: 0, b: 0, code: code,
+                            kind: UInt8(PLAYOUT_KIND_BUTTON.rawValue), down: down ? 1 : 0)
+        return try command(c) == 0
+    }
+
+    /// Ends every session (flushing it) and stops the loop thread. Idempotent.
+    public func stop() {
+        let first = stopped.withLock { s -> Bool in defer { s = true }; return !s }
+        guard first else { return }
+        if rx_loop_state(storage.loop) != Int32(RX_STATE_STOPPED.rawValue) {
+            var c = rx_cmd()
+            c.op = UInt8(RX_OP_STOP.rawValue)
+            // A full ring drains within a tick; the stop then fits.
+            while storage.producer.withLock({ _ in rx_cmd_push(storage.loop, &c) }) == -Int64(EAGAIN) {
+                usleep(500)
+            }
+        }
+        storage.finished.wait()
+    }
+}
+
+@inline(__always)
+private func sodium_wipe(_ raw: UnsafeMutableRawBufferPointer) -> Int {
+    if let base = raw.baseAddress { explicit_bzero(base, raw.count) }
+    return raw.count
+}
+
+/// The loop's own uinput device: written only by the loop thread, destroyed
+/// (buttons released) after the loop has stopped.
+private final class LoopDevice: @unchecked Sendable {
+    // @unchecked Sendable: after init only the loop thread touches it.
+    let dev: UnsafeMutablePointer<ptrdev>
+    let devnode: String
+
+    init(name: String) throws(PointerDeviceError) {
+        let d = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
+        let r = name.withCString { ptrdev_init(d, $0) }
+        guard r == 0 else {
+            d.deallocate()
+            throw PointerDeviceError(errno: -r, operation: "create")
+        }
+        guard let node = ptrdev_devnode(d) else {
+            ptrdev_deinit(d)
+            d.deallocate()
+            throw PointerDeviceError(errno: ENODEV, operation: "devnode")
+        }
+        devnode = String(cString: node)
+        dev = d
+    }
+
+    deinit {
+        ptrdev_deinit(dev)
+        dev.deallocate()
+    }
+}
+
+/// The whole receiver: a UDP receive loop and a TCP control server on the
+/// same address and port. Each confirmed session registers its datagram key
+/// with the loop; buttons from its control channel go into the loop; its
+/// end (bye, close, idle timeout) removes it, releasing its buttons.
+public final class Receiver: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init except `sessions`, which is
+    // behind a Mutex; the loop and the server are thread-safe.
+    public let loop: ReceiveLoop
+    public let server: ReceiverServer
+    public let trust: ReceiverTrust
+    /// The TCP and UDP port.
+    public let port: UInt16
+    private let udp: Int32
+    private let udpClosed = Mutex(false)
+    private let sessions = SessionTable()
+    private let serverDone = DispatchSemaphore(value: 0)
+    private let onEvent: @Sendable (String) -> Void
+
+    /// Time a session's last datagrams get to land after its bye: the bye
+    /// travels over TCP and may overtake them.
+    static let endGrace: UInt32 = 50_000
+
+    /// - Parameters:
+    ///   - host, port: where to listen (TCP and UDP); port 0 picks one.
+    ///   - onEvent: one line per session event (for logs).
+    public init(host: String = "0.0.0.0", port: UInt16, trust: ReceiverTrust, output: ReceiverOutput,
+                playout: PlayoutConfig = .default, realtimePriority: Int32 = 0,
+                limits: SessionLimits = SessionLimits(),
+                onEvent: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        try ReceiveLoop.probe()
+        let listener = try TCPListener(host: host, port: port)
+        let udp: Int32
+        do {
+            udp = try Self.bindUDP(host: host, port: listener.port)
+        } catch {
+            listener.close()
+            throw error
+        }
+        do {
+            loop = try ReceiveLoop(socket: udp, output: output, playout: playout, realtimePriority: realtimePriority)
+        } catch {
+            listener.close()
+            close(udp)
+            throw error
+        }
+        self.udp = udp
+        self.port = listener.port
+        self.trust = trust
+        self.onEvent = onEvent
+        let loop = self.loop
+        let sessions = self.sessions
+        server = ReceiverServer(
+            listener: listener, trust: trust, limits: limits,
+            onRejected: { e in onEvent("refused a connection: \(e)") },
+            onConfirmed: { result throws(SessionError) in
+                do {
+                    let id = try DatagramSessionID(bytes: result.keys.sessionID.bytes)
+                    var raw = result.keys.datagramKey.bytesCopy
+                    defer { _ = raw.withUnsafeMutableBytes { sodium_wipe($0) } }
+                    try loop.addSession(id, key: DatagramKey(bytes: raw))
+                    sessions.live.withLock { $0[id] = result.peer }
+                } catch {
+                    throw .io("cannot register the session: \(error)")
+                }
+            },
+            onAbandoned: { result in
+                guard let id = try? DatagramSessionID(bytes: result.keys.sessionID.bytes) else { return }
+                _ = try? loop.removeSession(id)
+                sessions.live.withLock { _ = $0.removeValue(forKey: id) }
+            },
+            onSession: { channel in Receiver.serve(channel, loop: loop, sessions: sessions, onEvent: onEvent) })
+        let server = self.server
+        let done = serverDone
+        let t = Thread {
+            server.run()
+            done.signal()
+        }
+        t.name = "remolo-accept"
+        t.start()
+    }
+
+    deinit { stop() }
+
+    public var stats: ReceiverStats { loop.stats }
+    public var liveSessions: Int { sessions.live.withLock { $0.count } }
+
+    /// Stops accepting, ends every session and the loop. Idempotent.
+    public func stop() {
+        if !server.listener.isClosed {
+            server.stop()
+            serverDone.wait()
+        }
+        // Wake every session's thread (its read fails, it ends the session);
+        // shutdown, not close: the thread still owns the descriptor.
+        sessions.connections.withLock { conns in
+            for c in conns.values { shutdown(c.fd, Int32(SHUT_RDWR)) }
+        }
+        loop.stop()
+        // The loop's ring is gone: nothing reads the socket any more.
+        udpClosed.withLock { closed in
+            if !closed { close(udp); closed = true }
+        }
+    }
+
+    /// Runs on the connection's thread until the session ends.
+    private static func serve(_ channel: ControlChannel, loop: ReceiveLoop,
+                              sessions: SessionTable,
+                              onEvent: @Sendable (String) -> Void) {
+        guard let id = try? DatagramSessionID(bytes: channel.keys.sessionID.bytes) else { return }
+        sessions.connections.withLock { $0[id] = channel.connection }
+        onEvent("session \(id) from \(channel.peer.fingerprint)\(channel.result.isPairing ? " (newly paired)" : "")")
+        var why = "closed"
+        loop: while true {
+            do throws(SessionError) {
+                switch try channel.receive() {
+                case .button(let b):
+                    _ = try? loop.button(id, code: b.button.evdevCode, down: b.isDown,
+                                         senderTimeMicros: b.senderTimeNs / 1000)
+                default:
+                    // Settings and the internet fallback are not played by
+                    // this receiver; pings are answered by the channel.
+                    continue
+                }
+            } catch {
+                why = "\(error)"
+                break loop
+            }
+        }
+        usleep(endGrace)
+        _ = try? loop.removeSession(id)
+        sessions.live.withLock { _ = $0.removeValue(forKey: id) }
+        sessions.connections.withLock { _ = $0.removeValue(forKey: id) }
+        onEvent("session \(id) ended: \(why)")
+    }
+
+    /// A UDP socket bound to host:port (IPv4 or IPv6 literal, or a name).
+    static func bindUDP(host: String, port: UInt16) throws(ReceiverError) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var res: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &res)
+        guard rc == 0, let first = res else {
+            throw ReceiverError("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(first) }
+        let a = first.pointee
+        let fd = socket(a.ai_family, a.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.ai_protocol)
+        guard fd >= 0 else { throw ReceiverError("udp socket: \(String(cString: strerror(errno)))") }
+        if bind(fd, a.ai_addr, a.ai_addrlen) != 0 {
+            let e = errno
+            close(fd)
+            throw ReceiverError("cannot bind UDP \(host):\(port): \(String(cString: strerror(e)))"
+                                + (e == EADDRINUSE ? " (another receiver running? pick another port)" : ""))
+        }
+        return fd
+    }
+}
+
+/// The sessions the control plane has registered, by datagram session id,
+/// and the connections serving them (to end them at shutdown).
+private final class SessionTable: Sendable {
+    let live = Mutex<[DatagramSessionID: PublicKey]>([:])
+    let connections = Mutex<[DatagramSessionID: TCPConnection]>([:])
+}
+
+extension MouseButton {
+    /// The Linux BTN_* code.
+    public var evdevCode: UInt16 {
+        switch self {
+        case .left: 0x110
+        case .right: 0x111
+        case .middle: 0x112
+        case .back: 0x113
+        case .forward: 0x114
+        }
+    }
+}

@@ -1,0 +1,257 @@
+// The sender: a confirmed control session (RemoloSender) plus a UDP socket
+// for sealed pointer datagrams to the same receiver address and port.
+//
+// Motion and scroll go as datagrams (brief part 2: timestamped, sealed, never
+// retransmitted); buttons go over the control channel (TCP: never lost, so a
+// release can never go missing and leave a button stuck), stamped with the
+// same sender clock so the receiver plays them in step with the motion.
+internal import Glibc
+import Foundation
+
+/// The sender's clock: CLOCK_MONOTONIC in microseconds. Datagrams and
+/// control-channel buttons are stamped with it (buttons in nanoseconds).
+public func senderClockMicros() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
+}
+
+/// Why sending failed.
+public struct SenderError: Error, Equatable, CustomStringConvertible, Sendable {
+    public let message: String
+    public var description: String { message }
+    init(_ message: String) { self.message = message }
+}
+
+/// One display frame of a motion source: movement in Q8 pixels (256 per
+/// pixel) and the button changes that happen at the start of the frame.
+public struct MotionFrame: Sendable, Equatable {
+    public var dx: Int32
+    public var dy: Int32
+    public var buttons: [(button: MouseButton, down: Bool)]
+
+    public init(dx: Int32 = 0, dy: Int32 = 0, buttons: [(button: MouseButton, down: Bool)] = []) {
+        self.dx = dx
+        self.dy = dy
+        self.buttons = buttons
+    }
+
+    public static func == (a: MotionFrame, b: MotionFrame) -> Bool {
+        a.dx == b.dx && a.dy == b.dy && a.buttons.elementsEqual(b.buttons) { $0 == $1 }
+    }
+}
+
+/// Produces the movement of each frame.
+public protocol MotionSource {
+    /// Frame `index` (0, 1, ...) of `count`, at `seconds` since the start.
+    mutating func frame(index: Int, of count: Int, seconds: Double) -> MotionFrame
+}
+
+/// Synthetic gestures for demos and tests. Positions are rounded on the
+/// Q8 grid and frames carry their differences, so the frames sum exactly to
+/// the path's end point.
+public struct SyntheticGesture: MotionSource, Sendable {
+    public enum Shape: String, CaseIterable, Sendable {
+        /// A circle of `size` pixels radius, one turn per second.
+        case circle
+        /// A drag: left button down, `size` pixels right and a third of it
+        /// down with an ease-in-out, button up.
+        case swipe
+        /// No movement: heartbeats only.
+        case idle
+    }
+
+    public var shape: Shape
+    public var size: Double
+    private var last: (x: Int64, y: Int64) = (0, 0)
+
+    public init(_ shape: Shape, size: Double = 200) {
+        self.shape = shape
+        self.size = size
+    }
+
+    private func position(_ t: Double, progress p: Double) -> (Double, Double) {
+        switch shape {
+        case .circle:
+            let a = 2 * Double.pi * t
+            return (size * (cos(a) - 1), size * sin(a))
+        case .swipe:
+            let e = p < 0.5 ? 2 * p * p : 1 - pow(-2 * p + 2, 2) / 2
+            return (size * e, size / 3 * e)
+        case .idle:
+            return (0, 0)
+        }
+    }
+
+    public mutating func frame(index: Int, of count: Int, seconds: Double) -> MotionFrame {
+        let p = count > 1 ? Double(index) / Double(count - 1) : 1
+        let (x, y) = position(seconds, progress: p)
+        let q = (x: Int64((x * 256).rounded()), y: Int64((y * 256).rounded()))
+        var f = MotionFrame(dx: Int32(q.x - last.x), dy: Int32(q.y - last.y))
+        last = q
+        if shape == .swipe {
+            if index == 0 { f.buttons.append((.left, true)) }
+            if index == count - 1 { f.buttons.append((.left, false)) }
+        }
+        return f
+    }
+}
+
+/// What a sender has sent.
+public struct SenderStats: Sendable, Equatable {
+    public var motionDatagrams: UInt64 = 0
+    public var heartbeats: UInt64 = 0
+    public var buttons: UInt64 = 0
+    public var sendErrors: UInt64 = 0
+    /// Q8 totals of the motion sent.
+    public var totalDX: Int64 = 0
+    public var totalDY: Int64 = 0
+    public var buttonsDown: UInt64 = 0
+    public var buttonsUp: UInt64 = 0
+}
+
+/// A sender session: control channel plus datagrams. One thread uses it.
+public final class Sender {
+    public let channel: ControlChannel
+    private var sealer: DatagramSealer
+    private let fd: Int32
+    private var buffer = [UInt8](repeating: 0, count: Datagram.byteCount)
+    private var buttonSequence: UInt32 = 0
+    private var lastDatagram: UInt64 = 0
+    private var lastPing: UInt64 = 0
+    public private(set) var stats = SenderStats()
+
+    /// Heartbeat period while nothing moves (brief part 3).
+    public static let heartbeatMicros: UInt64 = 100_000
+    /// Control-channel keepalive (the receiver drops silent sessions at 30 s).
+    public static let pingMicros: UInt64 = 10_000_000
+
+    /// Sends datagrams of `channel`'s session to host:port over UDP.
+    public init(channel: ControlChannel, host: String, port: UInt16) throws(SenderError) {
+        self.channel = channel
+        let keys = channel.keys
+        do {
+            var raw = keys.datagramKey.bytesCopy
+            defer { for i in raw.indices { raw[i] = 0 } }
+            let key = try DatagramKey(bytes: raw)
+            let id = try DatagramSessionID(bytes: keys.sessionID.bytes)
+            sealer = DatagramSealer(key: key, session: id)
+        } catch {
+            throw SenderError("bad session keys: \(error)")
+        }
+        fd = try Self.connectUDP(host: host, port: port)
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Connects to a paired receiver.
+    public static func connect(host: String, port: UInt16, identity: Identity,
+                               receiver: PublicKey) throws -> Sender {
+        let ch = try RemoloSender.connect(host: host, port: port, identity: identity, receiver: receiver)
+        do { return try Sender(channel: ch, host: host, port: port) } catch { ch.close(); throw error }
+    }
+
+    /// Pairs with the code the receiver showed, then sends over that session.
+    public static func pair(host: String, port: UInt16, identity: Identity, code: PairingSecret,
+                            directory: ConfigDirectory?, label: String) throws -> Sender {
+        let ch = try RemoloSender.pair(host: host, port: port, identity: identity, secret: code,
+                                       directory: directory, label: label)
+        do { return try Sender(channel: ch, host: host, port: port) } catch { ch.close(); throw error }
+    }
+
+    /// Seals and sends one datagram stamped `at` (sender clock, us).
+    public func send(_ payload: DatagramPayload, at micros: UInt64) throws {
+        let n = try buffer.withUnsafeMutableBytes { try sealer.seal(Datagram(payload, senderTimeMicros: micros), into: $0) }
+        let sent = buffer.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
+        lastDatagram = micros
+        if sent != n {
+            // UDP: a refused or dropped datagram is lost motion, not an error
+            // worth stopping for (the receiver may be restarting).
+            stats.sendErrors += 1
+            return
+        }
+        switch payload {
+        case .motion(let dx, let dy):
+            stats.motionDatagrams += 1
+            stats.totalDX += Int64(dx)
+            stats.totalDY += Int64(dy)
+        case .heartbeat: stats.heartbeats += 1
+        default: break
+        }
+    }
+
+    /// A button change over the control channel, stamped `at` (us).
+    public func button(_ b: MouseButton, down: Bool, at micros: UInt64) throws {
+        try channel.send(.button(ButtonEvent(button: b, isDown: down, senderTimeNs: micros * 1000,
+                                             sequence: buttonSequence)))
+        buttonSequence &+= 1
+        stats.buttons += 1
+        if down { stats.buttonsDown += 1 } else { stats.buttonsUp += 1 }
+    }
+
+    /// Plays `source` for `seconds` at `rate` frames per second (at most 120):
+    /// one motion datagram per moving frame, stamped with the frame's time;
+    /// a heartbeat every 100 ms while nothing moves; a ping every 10 s.
+    public func run(_ source: inout some MotionSource, seconds: Double, rate: Double = 120) throws {
+        let hz = min(max(rate, 1), 120)
+        let count = max(1, Int((seconds * hz).rounded()))
+        let period = 1 / hz
+        let start = senderClockMicros()
+        lastPing = start
+        for i in 0..<count {
+            let due = start + UInt64(Double(i + 1) * period * 1_000_000)
+            Self.sleep(until: due)
+            let now = senderClockMicros()
+            let f = source.frame(index: i, of: count, seconds: Double(i + 1) * period)
+            for b in f.buttons where b.down { try button(b.button, down: true, at: now) }
+            if f.dx != 0 || f.dy != 0 {
+                try send(.motion(dx: f.dx, dy: f.dy), at: now)
+            } else if now - lastDatagram >= Self.heartbeatMicros {
+                try send(.heartbeat, at: now)
+            }
+            for b in f.buttons where !b.down { try button(b.button, down: false, at: now) }
+            if now - lastPing >= Self.pingMicros {
+                try channel.send(.ping(now))
+                lastPing = now
+            }
+        }
+    }
+
+    /// Says bye and closes the session.
+    public func close(_ reason: ByeReason = .normal) {
+        channel.close(saying: reason)
+    }
+
+    static func sleep(until micros: UInt64) {
+        var ts = timespec(tv_sec: Int(micros / 1_000_000), tv_nsec: Int(micros % 1_000_000) * 1000)
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
+
+    static func connectUDP(host: String, port: UInt16) throws(SenderError) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var res: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &res)
+        guard rc == 0, let first = res else {
+            throw SenderError("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(first) }
+        let a = first.pointee
+        let fd = socket(a.ai_family, a.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.ai_protocol)
+        guard fd >= 0 else { throw SenderError("udp socket: \(String(cString: strerror(errno)))") }
+        guard Glibc.connect(fd, a.ai_addr, a.ai_addrlen) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw SenderError("udp connect to \(host):\(port): \(String(cString: strerror(e)))")
+        }
+        // Lowest-latency class (DSCP EF, as the brief's .interactiveVoice).
+        var tos: Int32 = 0xb8
+        if a.ai_family == AF_INET {
+            _ = setsockopt(fd, Int32(IPPROTO_IP), IP_TOS, &tos, socklen_t(MemoryLayout<Int32>.size))
+        } else {
+            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_TCLASS, &tos, socklen_t(MemoryLayout<Int32>.size))
+        }
+        return fd
+    }
+}

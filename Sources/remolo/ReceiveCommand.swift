@@ -1,0 +1,130 @@
+import Foundation
+import Remolo
+
+// remolo receive: the receiver. TCP control and UDP datagrams on one port;
+// the pointer moves through a uinput device.
+
+let defaultPort: UInt16 = 7420
+
+let receiveUsage = """
+usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--pair] [--rt PRIORITY]
+                      [--name NAME] [--seconds N]
+
+  --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
+              datagrams) (default 0.0.0.0:\(defaultPort))
+  --stats     print the loop's counters every SECONDS
+  --pair      also issue a pairing code now and print it
+  --rt        run the drain loop SCHED_FIFO at PRIORITY (1-99; needs CAP_SYS_NICE)
+  --name      the pointer device's name (default "\(PointerDevice.defaultName)")
+  --seconds   stop after N seconds (default: until SIGINT/SIGTERM)
+
+Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
+(modprobe uinput, plus a udev rule for non-root users) and io_uring.
+"""
+
+/// Exits with the usage if option i is missing.
+func optionValue(_ args: [String], _ i: Int, _ flag: String) -> String {
+    guard i < args.count else { fail("\(flag) needs a value") }
+    return args[i]
+}
+
+/// HOST:PORT, [V6]:PORT, or :PORT.
+func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -> (String, UInt16) {
+    var host = defaultHost
+    var portText = s
+    if s.hasPrefix("["), let close = s.firstIndex(of: "]") {
+        host = String(s[s.index(after: s.startIndex)..<close])
+        portText = String(s[s.index(after: close)...].dropFirst())
+    } else if let colon = s.lastIndex(of: ":") {
+        if colon != s.startIndex { host = String(s[..<colon]) }
+        portText = String(s[s.index(after: colon)...])
+    }
+    guard let port = UInt16(portText) else {
+        fail("\(what) takes HOST:PORT (e.g. 192.168.1.20:\(defaultPort)), not '\(s)'")
+    }
+    return (host, port)
+}
+
+@Sendable func receiveCommand(_ args: [String]) {
+    var listen = "0.0.0.0:\(defaultPort)"
+    var statsEvery: Double?
+    var pair = false
+    var rt: Int32 = 0
+    var name = PointerDevice.defaultName
+    var seconds: Double?
+    var i = 0
+    while i < args.count {
+        switch args[i] {
+        case "-h", "--help": say(receiveUsage); exit(0)
+        case "--listen": i += 1; listen = optionValue(args, i, "--listen")
+        case "--stats":
+            i += 1
+            guard let v = Double(optionValue(args, i, "--stats")), v > 0 else { fail("--stats takes seconds > 0") }
+            statsEvery = v
+        case "--pair": pair = true
+        case "--rt":
+            i += 1
+            guard let v = Int32(optionValue(args, i, "--rt")), (1...99).contains(v) else { fail("--rt takes 1-99") }
+            rt = v
+        case "--name": i += 1; name = optionValue(args, i, "--name")
+        case "--seconds":
+            i += 1
+            guard let v = Double(optionValue(args, i, "--seconds")), v > 0 else { fail("--seconds takes N > 0") }
+            seconds = v
+        default: fail("unknown option \(args[i])\n\(receiveUsage)")
+        }
+        i += 1
+    }
+    let (host, port) = parseHostPort(listen, what: "--listen")
+    let (dir, identity) = loadIdentity()
+
+    // SIGINT/SIGTERM end the receiver cleanly (sessions flushed, buttons
+    // released); blocked here so every thread started later inherits it.
+    var sigs = sigset_t()
+    sigemptyset(&sigs)
+    sigaddset(&sigs, SIGINT)
+    sigaddset(&sigs, SIGTERM)
+    pthread_sigmask(SIG_BLOCK, &sigs, nil)
+
+    let rx: Receiver
+    do {
+        let trust = try ReceiverTrust(identity: identity, directory: dir)
+        if trust.authorizedSenders.entries.isEmpty && !pair {
+            FileHandle.standardError.write(Data(("remolo: no sender is paired yet: run `remolo pair` "
+                + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender\n").utf8))
+        }
+        rx = try Receiver(host: host, port: port, trust: trust, output: .uinput(name: name),
+                          realtimePriority: rt, onEvent: { say($0) })
+    } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
+        // After modprobe, a user other than root also needs access to it.
+        fail("\(e.message) Then, to run as a normal user: add the udev rule `\(PointerDeviceError.udevRule)` "
+             + "(/etc/udev/rules.d/60-remolo-uinput.rules) and join the input group.", code: 1)
+    } catch {
+        fail("\(error)", code: 1)
+    }
+    say("receiver \(identity.fingerprint) listening on \(host):\(rx.port) (tcp+udp), "
+          + "pointer \(rx.loop.devnode ?? "?")")
+    if rt > 0 && !rx.stats.realtime {
+        say("note: SCHED_FIFO not granted (needs CAP_SYS_NICE); running with the default policy")
+    }
+    if pair {
+        say("pairing code: \(rx.trust.pairing.issue().display)")
+    }
+    let start = Date()
+    var lastStats = Date()
+    while true {
+        var wait = 1.0
+        if let s = statsEvery { wait = min(wait, s) }
+        if let s = seconds { wait = min(wait, max(0.001, s - Date().timeIntervalSince(start))) }
+        var ts = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
+        let sig = sigtimedwait(&sigs, nil, &ts)
+        if sig == SIGINT || sig == SIGTERM { break }
+        if let s = statsEvery, Date().timeIntervalSince(lastStats) >= s {
+            say("stats: \(rx.stats.summary)")
+            lastStats = Date()
+        }
+        if let s = seconds, Date().timeIntervalSince(start) >= s { break }
+    }
+    rx.stop()
+    say("final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
+}

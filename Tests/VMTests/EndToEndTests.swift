@@ -1,0 +1,251 @@
+import CEvdev
+import Foundation
+@testable import Remolo
+import Synchronization
+import Testing
+
+/// What the sender thread reports back.
+private final class SendOutcome: Sendable {
+    let stats = Mutex<SenderStats?>(nil)
+    let error = Mutex<String?>(nil)
+    let done = Mutex(false)
+}
+
+/// Reads a device until `stop()` holds, then `settleMs` more: the reader
+/// must keep up while the receiver writes (evdev's per-client buffer holds
+/// only a few frames and drops the rest as SYN_DROPPED).
+private func readUntil(_ r: EvdevReader, settleMs: Int32 = 300, timeoutMs: Int32 = 60_000,
+                       stop: () -> Bool) -> [Ev] {
+    var out: [Ev] = []
+    let deadline = monotonicNs() + UInt64(timeoutMs) * 1_000_000
+    var quietSince: UInt64?
+    while monotonicNs() < deadline {
+        var ev = input_event()
+        let rc = libevdev_next_event(r.dev, LIBEVDEV_READ_FLAG_NORMAL.rawValue, &ev)
+        if rc == LIBEVDEV_READ_STATUS_SUCCESS.rawValue {
+            out.append(Ev(Int32(ev.type), Int32(ev.code), ev.value))
+            quietSince = nil
+            continue
+        }
+        if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue {
+            out.append(Ev(EV_SYN, SYN_DROPPED, 0))
+            continue
+        }
+        if stop() {
+            let now = monotonicNs()
+            if let q = quietSince, now - q >= UInt64(settleMs) * 1_000_000 { break }
+            if quietSince == nil { quietSince = now }
+        }
+        var pfd = pollfd(fd: r.fd, events: Int16(POLLIN), revents: 0)
+        _ = poll(&pfd, 1, 20)
+    }
+    return out
+}
+
+extension VMSuite {
+    /// A sender and a receiver over loopback UDP and TCP in one process: the
+    /// real io_uring loop writes the real uinput device, read back with
+    /// libevdev from /dev/input/eventN.
+    @Suite(.enabled(if: VMEnv.kernel, VMEnv.kernelReason))
+    struct EndToEnd {
+        @Test(arguments: [SyntheticGesture.Shape.swipe, .circle])
+        func senderMovesTheKernelPointer(_ shape: SyntheticGesture.Shape) throws {
+            let senderID = Identity.generate()
+            let receiverID = Identity.generate()
+            var list = PeerList()
+            list.add(senderID.publicKey, label: "e2e sender")
+            let trust = try ReceiverTrust(identity: receiverID, directory: nil, authorized: list)
+            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: trust,
+                                  output: .uinput(name: "Remolo e2e \(shape)"))
+            defer { rx.stop() }
+            let node = try #require(rx.loop.devnode)
+            let reader = try EvdevReader(node)
+            #expect(String(cString: libevdev_get_name(reader.dev)) == "Remolo e2e \(shape)")
+
+            let outcome = SendOutcome()
+            let port = rx.port
+            let receiverKey = receiverID.publicKey
+            let t = Thread {
+                do {
+                    let tx = try Sender.connect(host: "127.0.0.1", port: port, identity: senderID,
+                                                receiver: receiverKey)
+                    // Several pixels per packet, so each packet's motion
+                    // visibly becomes several frames.
+                    var g = SyntheticGesture(shape, size: shape == .swipe ? 600 : 120)
+                    try tx.run(&g, seconds: 1.0)
+                    tx.close()
+                    outcome.stats.withLock { $0 = tx.stats }
+                } catch {
+                    outcome.error.withLock { $0 = "\(error)" }
+                }
+                outcome.done.withLock { $0 = true }
+            }
+            t.start()
+            let events = readUntil(reader) {
+                outcome.done.withLock { $0 } && rx.stats.sessionsRemoved >= 1
+            }
+            #expect(outcome.error.withLock { $0 } == nil, "sender: \(outcome.error.withLock { $0 } ?? "")")
+            let sent = try #require(outcome.stats.withLock { $0 })
+            let st = rx.stats
+
+            #expect(!events.contains(Ev(EV_SYN, SYN_DROPPED, 0)), "the reader fell behind")
+            let dx = events.filter { $0 == Ev.rel(REL_X, $0.value) }.reduce(Int64(0)) { $0 + Int64($1.value) }
+            let dy = events.filter { $0 == Ev.rel(REL_Y, $0.value) }.reduce(Int64(0)) { $0 + Int64($1.value) }
+            // Conservation: the nearest whole pixel of what was sent (the
+            // playout keeps at most half a pixel back).
+            #expect(abs(dx * 256 - sent.totalDX) <= 128, "x: \(dx) px, sent \(sent.totalDX) Q8")
+            #expect(abs(dy * 256 - sent.totalDY) <= 128, "y: \(dy) px, sent \(sent.totalDY) Q8")
+            #expect(dx == st.totalDX && dy == st.totalDY)
+            #expect(st.opened == sent.motionDatagrams + sent.heartbeats, "\(st.summary)")
+            #expect(st.dropped == 0, "\(st.summary)")
+            #expect(sent.motionDatagrams >= 60, "sent \(sent.motionDatagrams)")
+
+            // Spread: more frames than packets, each a small step.
+            let frames = events.filter { $0 == .syn }.count
+            #expect(frames > Int(sent.motionDatagrams), "frames \(frames) for \(sent.motionDatagrams) packets")
+            #expect(UInt64(frames) == st.frames, "every frame the loop wrote arrived")
+
+            let keys = events.filter { $0.type == UInt16(EV_KEY) }
+            if shape == .swipe {
+                #expect(keys == [.key(BTN_LEFT, true), .key(BTN_LEFT, false)], "\(keys)")
+                // Dragged: motion between the press and the release.
+                let down = events.firstIndex(of: .key(BTN_LEFT, true)) ?? 0
+                let up = events.firstIndex(of: .key(BTN_LEFT, false)) ?? 0
+                let dragged = events[down..<up].filter { $0.type == UInt16(EV_REL) }.count
+                #expect(dragged > events.filter { $0.type == UInt16(EV_REL) }.count / 2)
+            } else {
+                #expect(keys.isEmpty)
+            }
+            // The timer stops once everything has played.
+            #expect(eventuallyTrue(2) { !rx.stats.timerRunning })
+        }
+
+        /// A sender that vanishes mid-drag: the session ends and the kernel
+        /// sees the button go up.
+        @Test func buttonReleasedWhenSenderVanishes() throws {
+            let senderID = Identity.generate()
+            let receiverID = Identity.generate()
+            var list = PeerList()
+            list.add(senderID.publicKey, label: "e2e sender")
+            let trust = try ReceiverTrust(identity: receiverID, directory: nil, authorized: list)
+            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: trust, output: .uinput(name: "Remolo e2e drop"))
+            defer { rx.stop() }
+            let reader = try EvdevReader(try #require(rx.loop.devnode))
+            let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: senderID,
+                                        receiver: receiverID.publicKey)
+            try tx.button(.right, down: true, at: senderClockMicros())
+            try tx.send(.motion(dx: 256 * 9, dy: 0), at: senderClockMicros())
+            usleep(150_000)
+            tx.channel.close()   // no bye
+            let events = readUntil(reader) { rx.stats.sessionsRemoved >= 1 }
+            #expect(events.filter { $0.type == UInt16(EV_KEY) } == [.key(BTN_RIGHT, true), .key(BTN_RIGHT, false)])
+            #expect(events.filter { $0.type == UInt16(EV_REL) }.reduce(0) { $0 + $1.value } == 9)
+        }
+    }
+}
+
+/// A `remolo` subprocess, its output going to a file read as it grows (a
+/// file, not a pipe: no reader thread, no waiting for EOF).
+private final class CLIProcess: @unchecked Sendable {
+    // @unchecked Sendable: `process` is only started, signalled and waited
+    // for; the log file is only read.
+    let process = Process()
+    let logPath: String
+
+    init(_ args: [String], configDir: String, log: String) throws {
+        let debug = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let bin = debug.appendingPathComponent("remolo").path
+        try #require(FileManager.default.isExecutableFile(atPath: bin), "no remolo binary at \(bin)")
+        logPath = log
+        try #require(FileManager.default.createFile(atPath: log, contents: nil))
+        let out = try #require(FileHandle(forWritingAtPath: log))
+        process.executableURL = URL(fileURLWithPath: bin)
+        process.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        env["REMOLO_CONFIG_DIR"] = configDir
+        process.environment = env
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        try out.close()
+    }
+
+    var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// The first line starting with `prefix`, once it has been printed.
+    func line(_ prefix: String, timeout: Double = 20) -> String? {
+        var found: String?
+        _ = eventuallyTrue(timeout) {
+            found = output.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init)
+            return found != nil
+        }
+        return found
+    }
+
+    func wait() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+extension VMSuite.EndToEnd {
+    /// The commands themselves: `remolo receive --pair` and `remolo send
+    /// --pair CODE` as separate processes, the pointer read back from the
+    /// device the receiver made.
+    @Test func cliReceiveAndSend() throws {
+        let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("remolo-e2e-\(getpid())")
+        let rxDir = tmp.appendingPathComponent("rx").path, txDir = tmp.appendingPathComponent("tx").path
+        try FileManager.default.createDirectory(atPath: rxDir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(atPath: txDir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: tmp) }
+        let port = 7400 + Int(getpid() % 500)
+        let rx = try CLIProcess(["receive", "--listen", "127.0.0.1:\(port)", "--pair", "--seconds", "60"],
+                                configDir: rxDir, log: tmp.appendingPathComponent("rx.log").path)
+        defer { if rx.process.isRunning { rx.process.terminate() }; _ = rx.wait() }
+        let listening = try #require(rx.line("receiver "), "receive did not start: \(rx.output)")
+        let node = try #require(listening.split(separator: " ").last.map(String.init))
+        #expect(node.hasPrefix("/dev/input/event"), "\(listening)")
+        let codeLine = try #require(rx.line("pairing code: "))
+        let code = String(codeLine.dropFirst("pairing code: ".count))
+        let reader = try EvdevReader(node)
+
+        let tx = try CLIProcess(["send", "--to", "127.0.0.1:\(port)", "--pair", code, "--gesture", "swipe",
+                                 "--seconds", "1", "--size", "300"], configDir: txDir,
+                                log: tmp.appendingPathComponent("tx.log").path)
+        let done = Mutex(false)
+        let waiter = Thread {
+            tx.process.waitUntilExit()
+            done.withLock { $0 = true }
+        }
+        waiter.start()
+        let events = readUntil(reader) {
+            done.withLock { $0 } && rx.output.contains("ended")
+        }
+        #expect(tx.wait() == 0, "send: \(tx.output)")
+        let sent = try #require(tx.line("sent: "), "\(tx.output)")
+        let f = sent.split(separator: " ").map(String.init)
+        let q8x = try #require(f.firstIndex(of: "dx_q8").flatMap { Int64(f[$0 + 1]) })
+        let q8y = try #require(f.firstIndex(of: "dy_q8").flatMap { Int64(f[$0 + 1]) })
+        let dx = events.filter { $0 == Ev.rel(REL_X, $0.value) }.reduce(Int64(0)) { $0 + Int64($1.value) }
+        let dy = events.filter { $0 == Ev.rel(REL_Y, $0.value) }.reduce(Int64(0)) { $0 + Int64($1.value) }
+        #expect(abs(dx * 256 - q8x) <= 128 && abs(dy * 256 - q8y) <= 128, "moved \(dx),\(dy) px; \(sent)")
+        #expect(dx >= 299, "the swipe is 300 px long")
+        #expect(events.filter { $0.type == UInt16(EV_KEY) } == [.key(BTN_LEFT, true), .key(BTN_LEFT, false)])
+        #expect(events.filter { $0 == .syn }.count > 120, "spread over more frames than packets")
+        #expect(!events.contains(Ev(EV_SYN, SYN_DROPPED, 0)))
+        rx.process.terminate()   // SIGTERM: a clean stop
+        #expect(rx.wait() == 0, "\(rx.output)")
+        #expect(rx.output.contains("final: "))
+    }
+}
+
+private func eventuallyTrue(_ seconds: Double, _ cond: () -> Bool) -> Bool {
+    let deadline = monotonicNs() + UInt64(seconds * 1e9)
+    while monotonicNs() < deadline {
+        if cond() { return true }
+        usleep(5000)
+    }
+    return cond()
+}
