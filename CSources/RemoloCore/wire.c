@@ -148,6 +148,22 @@ int wire_lookup(const struct wire *w, const uint8_t id[WIRE_ID_LEN])
 	return pos < 0 ? -ENOENT : w->index[pos] - 1;
 }
 
+int wire_newest(const struct wire *w, const uint8_t id[WIRE_ID_LEN], uint64_t *out)
+{
+	const struct wire_session *s;
+	int pos = find_pos(w, id);
+
+	if (pos < 0)
+		return -ENOENT;
+	s = &w->sess[w->index[pos] - 1];
+	/* Before the first authentic datagram "newest" means nothing: 0 is
+	 * a valid first counter, so it cannot double as "none". */
+	if (!s->any_seen)
+		return 0;
+	*out = s->newest;
+	return 1;
+}
+
 int wire_add_session(struct wire *w, const uint8_t id[WIRE_ID_LEN], const uint8_t key[WIRE_KEY_LEN])
 {
 	uint32_t slot, pos;

@@ -156,6 +156,16 @@ public struct DatagramKey: Sendable {
         for (i, b) in bytes.enumerated() { secret.pointer[i] = b }
     }
 
+    /// The handshake's datagram key, copied from its owner straight into
+    /// this key's own wiped storage (no intermediate array to forget).
+    public init(secret: SecretBytes) throws {
+        guard secret.count == Self.byteCount else { throw DatagramError.badKeyLength(secret.count) }
+        self.secret = DatagramSecret(count: Self.byteCount)
+        secret.withUnsafeBytes { src in
+            UnsafeMutableRawPointer(self.secret.pointer).copyMemory(from: src.baseAddress!, byteCount: Self.byteCount)
+        }
+    }
+
     /// A fresh random key (libsodium's CSPRNG); for tests and benchmarks.
     public static func random() -> DatagramKey {
         _ = wire_crypto_init()
@@ -287,13 +297,13 @@ public final class DatagramOpener {
         return r >= 0 ? Int(r) : nil
     }
 
-    /// The newest counter this session accepted, nil before the first.
+    /// The newest counter this session accepted, nil before the first (or
+    /// if the session is not live). Reads the one field in C: copying a
+    /// session out of the table would copy its key into memory nobody wipes.
     public func newestCounter(of id: DatagramSessionID) -> UInt64? {
-        guard let s = slot(of: id) else { return nil }
-        let sess = withUnsafeBytes(of: table.pointee.sess) {
-            $0.load(fromByteOffset: s * MemoryLayout<wire_session>.stride, as: wire_session.self)
-        }
-        return sess.any_seen != 0 ? sess.newest : nil
+        var newest: UInt64 = 0
+        let r = id.bytes.withUnsafeBufferPointer { wire_newest(table, $0.baseAddress, &newest) }
+        return r == 1 ? newest : nil
     }
 
     public func open(_ bytes: UnsafeRawBufferPointer) -> Result<OpenedDatagram, DatagramDropReason> {

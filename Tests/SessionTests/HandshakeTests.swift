@@ -159,7 +159,7 @@ struct HandshakeTests {
     func wrongSecret() throws {
         let p = try Pair(paired: false)
         let right = p.trust.pairing.issue()
-        var wrongRaw = right.raw
+        var wrongRaw = Array(right.bytes.buffer)
         wrongRaw[0] ^= 1
         let r = runHandshake(p.pairing(PairingSecret(raw: wrongRaw)), p.responder())
         #expect(r.error == .refused(.pairingSecretWrong))

@@ -124,12 +124,14 @@ struct IdentityTests {
     }
 
     @Test("7: fingerprints: 8 groups of 4 base32 characters, stable per key")
-    func fingerprints() {
+    func fingerprints() throws {
         let id = Identity.generate()
         let f = id.fingerprint
         #expect(f.split(separator: "-").count == 8)
         #expect(f.split(separator: "-").allSatisfy { $0.count == 4 })
-        #expect(f == id.publicKey.fingerprint)
+        // Stable: the same key, rebuilt from its bytes, gives the same text.
+        #expect(try #require(PublicKey(hex: id.publicKey.hex)).fingerprint == f)
         #expect(f != Identity.generate().fingerprint)
+        // The fixed answers are in KnownAnswerTests.
     }
 }

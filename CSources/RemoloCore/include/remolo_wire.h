@@ -166,6 +166,11 @@ int wire_add_session(struct wire *w, const uint8_t id[WIRE_ID_LEN], const uint8_
 int wire_remove_session(struct wire *w, const uint8_t id[WIRE_ID_LEN]);
 /* The slot of a live id, or -ENOENT. */
 int wire_lookup(const struct wire *w, const uint8_t id[WIRE_ID_LEN]);
+/* The newest counter the session accepted: 1 with *out set, 0 if it has
+ * accepted none yet (*out untouched), -ENOENT if the id is not live. Exists
+ * so callers never copy a struct wire_session (and with it the key) out of
+ * the table just to read one field. */
+int wire_newest(const struct wire *w, const uint8_t id[WIRE_ID_LEN], uint64_t *out);
 
 /* Opens one datagram: the slot (>= 0) with *out filled, or -enum wire_drop
  * (counted in w->stats; *out untouched). */

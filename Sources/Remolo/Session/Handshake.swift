@@ -162,7 +162,8 @@ public final class ReceiverHandshake {
     let newSessionID: @Sendable () -> SessionID
     private var noise: NoiseHandshake?
     private var pendingSessionID: SessionID?
-    private var holdsPairingReservation = false
+    /// The generation of the pairing secret this handshake reserved, if any.
+    private var pairingReservation: UInt64?
     public private(set) var result: HandshakeResult?
     /// Set when the handshake was refused: send it, then close.
     public private(set) var refusal: HandshakeWireMessage?
@@ -177,7 +178,7 @@ public final class ReceiverHandshake {
 
     deinit {
         // Gone before message 3: the secret was not tested; keep it usable.
-        if holdsPairingReservation { trust.pairing.released() }
+        if let g = pairingReservation { trust.pairing.released(g) }
     }
 
     private func refuse(_ r: RefusalReason) -> HandshakeError {
@@ -227,10 +228,9 @@ public final class ReceiverHandshake {
     private func pairInit(_ msg: HandshakeWireMessage) throws(HandshakeError) -> HandshakeWireMessage? {
         let psk: SecretBytes
         switch trust.pairing.reserve() {
-        case .success(let p): psk = p
+        case .success(let r): psk = r.psk; pairingReservation = r.generation
         case .failure(let r): throw refuse(r)
         }
-        holdsPairingReservation = true
         let n = NoiseHandshake(pattern: .xxpsk3, initiator: false, prologue: handshakePrologue,
                                staticKey: trust.identity.keyPair, psk: psk)
         do {
@@ -251,16 +251,20 @@ public final class ReceiverHandshake {
     }
 
     private func pairFinish(_ msg: HandshakeWireMessage, _ n: NoiseHandshake) throws(HandshakeError) -> HandshakeWireMessage? {
+        // pairInit set it before creating the state that led here.
+        let generation = pairingReservation!
+        pairingReservation = nil
         let payload: [UInt8]
         do { payload = try n.readMessage(msg.noiseMessage) } catch {
             // Message 3 is where the PSK enters: a failure here is a wrong
-            // code (or tampering). Either way the code is burned.
-            holdsPairingReservation = false
-            trust.pairing.failed()
+            // code (or tampering). Either way the code is burned, unless it
+            // was already replaced or withdrawn.
+            trust.pairing.failed(generation)
             throw refuse(.pairingSecretWrong)
         }
-        holdsPairingReservation = false
-        trust.pairing.succeeded()
+        // The right code, but one the user may have withdrawn (or replaced)
+        // since this handshake reserved it: that must not pair anybody.
+        guard trust.pairing.succeeded(generation) else { throw refuse(.pairingUnavailable) }
         guard let (version, ts) = HandshakePayload.parseInitiator(payload) else { throw refuse(.malformed) }
         guard version == HandshakePayload.version else { throw refuse(.unsupportedVersion) }
         let peer = PublicKey(bytes: n.remoteStatic!)!

@@ -13,8 +13,38 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable, Equatable {
 
     public var description: String { "\(path): \(message)" }
 
-    static func errno(_ path: String, _ what: String) -> ConfigError {
-        ConfigError(path: path, message: "\(what) failed: \(String(cString: strerror(Glibc.errno)))")
+    /// A failed system call on `path`, with what to do about it. `code`
+    /// defaults to the errno of the call that just failed.
+    static func errno(_ path: String, _ what: String, code: Int32 = Glibc.errno) -> ConfigError {
+        ConfigError(path: path, message: "\(what) failed: \(String(cString: strerror(code))); \(hint(errno: code, path: path))")
+    }
+
+    /// How to fix the usual causes of each errno on a config file or directory.
+    static func hint(errno code: Int32, path: String) -> String {
+        let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let override = ConfigDirectory.environmentOverride
+        switch code {
+        case EACCES, EPERM:
+            return "check who owns it (another user, or root after a sudo run, may have created it); run: sudo chown -R \"$USER\" '\(dir.isEmpty ? "/" : dir)'"
+        case EROFS:
+            return "the file system is read-only; set \(override) to a writable directory"
+        case ENOSPC, EDQUOT:
+            return "the disk or your quota is full; free some space and retry"
+        case ENOENT:
+            return "a directory on the way is missing or was removed meanwhile; retry, or set \(override) to an existing directory"
+        case ENOTDIR:
+            return "a component of the path is a file, not a directory; move it away or set \(override)"
+        case EISDIR:
+            return "it is a directory; move it away so the file can be created"
+        case ELOOP:
+            return "it is a symbolic link, which is refused for secrets; replace it with the file itself"
+        case EMFILE, ENFILE:
+            return "too many open files; raise the limit (ulimit -n) or close other programs, then retry"
+        case EIO:
+            return "the disk reported an I/O error; check it (dmesg) and retry"
+        default:
+            return "check the path, or set \(override) to another directory"
+        }
     }
 }
 
@@ -145,14 +175,24 @@ public final class Identity: Sendable {
             throw ConfigError(path: path, message: "is \(st.st_size) bytes, expected a 32-byte X25519 secret; move it away to create a new identity (peers must pair again)")
         }
         let secret = SecretBytes(count: 32)
-        var got = 0
-        while got < 32 {
-            let n = read(fd, secret.pointer + got, 32 - got)
-            if n < 0 && Glibc.errno == EINTR { continue }
-            guard n > 0 else { throw .errno(path, "read") }
-            got += n
-        }
+        try readExactly(fd, into: secret.mutableBuffer, path: path)
         return secret
+    }
+}
+
+/// Fills `buffer` from `fd`. End of file first means the file shrank after
+/// its size was checked (someone rewrote it meanwhile): errno says nothing
+/// then, so say that.
+func readExactly(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String) throws(ConfigError) {
+    var got = 0
+    while got < buffer.count {
+        let n = read(fd, buffer.baseAddress! + got, buffer.count - got)
+        if n < 0 && Glibc.errno == EINTR { continue }
+        if n < 0 { throw .errno(path, "read") }
+        if n == 0 {
+            throw ConfigError(path: path, message: "changed while being read (ended after \(got) of \(buffer.count) bytes); retry, and make sure no other program rewrites it")
+        }
+        got += n
     }
 }
 
@@ -162,8 +202,11 @@ public final class Identity: Sendable {
 /// With `replace: false` an existing file is kept (link(2) never overwrites),
 /// so two processes creating an identity at once agree on one key.
 func writeFileAtomically(_ path: String, bytes: UnsafeRawBufferPointer, mode: mode_t, replace: Bool = true) throws(ConfigError) {
-    let tmp = path + ".tmp.\(getpid())"
-    unlink(tmp)
+    // A name no other writer uses, even threads of this process saving the
+    // same file at once: with a shared name one writer's unlink and create
+    // would replace the other's half-written temporary, which the other then
+    // renames into place.
+    let tmp = path + ".tmp.\(getpid()).\(Hex.encode(randomBytes(8)))"
     let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
     guard fd >= 0 else { throw .errno(tmp, "create") }
     var off = 0
@@ -215,10 +258,12 @@ public struct PeerList: Sendable, Equatable {
 
     public mutating func remove(_ key: PublicKey) { entries.removeAll { $0.key == key } }
 
+    /// The list in `path`; empty only if the file does not exist. A file
+    /// that exists but cannot be read is an error: treating it as empty
+    /// would forget every peer, and the next save would make that final.
     public static func load(from path: String) throws(ConfigError) -> PeerList {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return PeerList() // absent: nobody paired yet
-        }
+        let data = try readPeerFile(path)
+        guard let data else { return PeerList() } // absent: nobody paired yet
         var list = PeerList()
         for (n, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
@@ -230,6 +275,32 @@ public struct PeerList: Sendable, Equatable {
             list.add(key, label: line.dropFirst(hexPart.count).trimmingCharacters(in: .whitespaces))
         }
         return list
+    }
+
+    /// The whole file, or nil if it does not exist.
+    private static func readPeerFile(_ path: String) throws(ConfigError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if Glibc.errno == ENOENT { return nil }
+            throw .errno(path, "open")
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .errno(path, "fstat") }
+        guard (st.st_mode & S_IFMT) == S_IFREG else {
+            throw ConfigError(path: path, message: "is not a regular file; move it away (peers listed in it must pair again)")
+        }
+        // Read to end of file rather than trusting st_size: a save renames a
+        // new file into place, it never rewrites this one.
+        var data: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 && Glibc.errno == EINTR { continue }
+            if n < 0 { throw .errno(path, "read") }
+            if n == 0 { return data }
+            data += chunk[0..<n]
+        }
     }
 
     public func save(to path: String) throws(ConfigError) {
@@ -249,7 +320,7 @@ public struct PeerList: Sendable, Equatable {
 enum Crockford32 {
     static let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
 
-    static func encode(_ bytes: [UInt8]) -> String {
+    static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []
         var acc = 0, bits = 0
         for b in bytes {
@@ -271,24 +342,27 @@ enum Crockford32 {
         }
     }
 
-    /// Decodes exactly `byteCount` bytes; nil on a bad character or length.
-    static func decode(_ s: String, byteCount: Int) -> [UInt8]? {
-        var symbols: [Int] = []
+    /// Decodes exactly `out.count` bytes into `out`, symbol by symbol, so the
+    /// decoded bytes (a pairing secret) exist nowhere else; false on a bad
+    /// character or length (then `out` holds garbage for its owner to wipe).
+    static func decode(_ s: String, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        var symbols = 0, written = 0
+        var acc = 0, bits = 0
         for c in s.utf8 {
             if c == UInt8(ascii: "-") || c == UInt8(ascii: " ") { continue }
-            guard let v = value(of: c) else { return nil }
-            symbols.append(v)
-        }
-        guard symbols.count == (byteCount * 8 + 4) / 5 else { return nil }
-        var out: [UInt8] = []
-        var acc = 0, bits = 0
-        for v in symbols {
+            guard let v = value(of: c) else { return false }
+            symbols += 1
             acc = (acc << 5) | v; bits += 5
-            if bits >= 8 { bits -= 8; out.append(UInt8((acc >> bits) & 0xff)) }
+            if bits >= 8 {
+                bits -= 8
+                guard written < out.count else { return false }
+                out[written] = UInt8((acc >> bits) & 0xff)
+                written += 1
+            }
             acc &= (1 << bits) - 1
         }
-        guard out.count == byteCount, acc == 0 else { return nil } // leftover bits must be zero
-        return out
+        // Exactly ceil(8n/5) symbols, and the leftover bits must be zero.
+        return symbols == (out.count * 8 + 4) / 5 && written == out.count && acc == 0
     }
 
     static func grouped(_ s: String, groupSize: Int) -> String {

@@ -30,32 +30,41 @@ public struct PairingSecret: Sendable, Equatable, CustomStringConvertible {
     public static let byteCount = 15
     static let pskLabel = Array("remolo pairing psk v1".utf8)
 
-    let raw: [UInt8]
+    /// The code's 15 bytes, wiped when the last copy of this value goes
+    /// (a burned, used or expired code leaves nothing behind).
+    let bytes: SecretBytes
 
-    init(raw: [UInt8]) {
-        precondition(raw.count == Self.byteCount)
-        self.raw = raw
+    init(bytes: SecretBytes) {
+        precondition(bytes.count == Self.byteCount)
+        self.bytes = bytes
     }
 
-    static func random() -> PairingSecret { PairingSecret(raw: randomBytes(byteCount)) }
+    /// A code with known bytes (tests and fuzz harnesses).
+    init(raw: [UInt8]) { self.init(bytes: SecretBytes(copying: raw)) }
+
+    static func random() -> PairingSecret { PairingSecret(bytes: .random(count: byteCount)) }
 
     /// Parses what a person typed: any case, hyphens and spaces optional,
     /// O read as 0 and I/L as 1.
     public init?(typed: String) {
-        guard let raw = Crockford32.decode(typed, byteCount: Self.byteCount) else { return nil }
-        self.raw = raw
+        let b = SecretBytes(count: Self.byteCount)
+        guard Crockford32.decode(typed, into: b.mutableBuffer) else { return nil }
+        bytes = b
     }
 
     /// The form to show: six groups of four.
-    public var display: String { Crockford32.grouped(Crockford32.encode(raw), groupSize: 4) }
+    public var display: String { Crockford32.grouped(Crockford32.encode(bytes.buffer), groupSize: 4) }
     public var description: String { display }
+
+    /// Constant time, like every comparison of secret bytes.
+    public static func == (a: PairingSecret, b: PairingSecret) -> Bool { a.bytes.constantTimeEquals(b.bytes) }
 
     /// The 32-byte Noise PSK: BLAKE2b-256("remolo pairing psk v1" || secret).
     func psk() -> SecretBytes {
         let out = SecretBytes(count: 32)
         var h = Blake2b(outLength: 32)
         h.update(Self.pskLabel)
-        h.update(raw)
+        h.update(bytes.buffer)
         h.finish(into: out.mutableBuffer)
         return out
     }
@@ -64,18 +73,35 @@ public struct PairingSecret: Sendable, Equatable, CustomStringConvertible {
 /// The receiver's pairing state: at most one live secret, single use,
 /// expiring, burned by a wrong attempt, with a growing lockout after
 /// failures so that even fresh secrets cannot be hammered.
+///
+/// Every issued secret gets a new generation, and a reservation names the
+/// generation it took. A handshake that reserved a secret since replaced or
+/// withdrawn can neither complete a pairing, nor burn, release or use up
+/// the current one: it can only fail.
 public final class PairingAuthority: Sendable {
     public static let defaultLifetime: Double = 300
     /// Lockout after the n-th consecutive failure: min(maxLockout, base * 2^(n-1)).
     public static let baseLockout: Double = 2
     public static let maxLockout: Double = 60
 
+    /// What `reserve()` hands one handshake: the PSK and which secret it is.
+    struct Reservation {
+        let psk: SecretBytes
+        let generation: UInt64
+    }
+
     struct State {
         var secret: PairingSecret?
         var expires: Double = 0
-        var reserved = false
+        /// Bumped by every issue and cancel, so older reservations go stale.
+        var generation: UInt64 = 0
+        /// The generation a handshake holds, if any (at most one at a time).
+        var reservedBy: UInt64?
         var failures = 0
         var lockedUntil: Double = 0
+
+        /// Whether `g` is the live secret's generation.
+        func isCurrent(_ g: UInt64) -> Bool { secret != nil && generation == g }
     }
 
     let clock: SessionClock
@@ -88,19 +114,28 @@ public final class PairingAuthority: Sendable {
     }
 
     /// Creates a new secret (replacing any previous one) to show to the user.
+    /// A handshake still holding the previous one can no longer pair with it.
     public func issue() -> PairingSecret {
         let s = PairingSecret.random()
         let now = clock()
         state.withLock {
             $0.secret = s
             $0.expires = now + lifetime
-            $0.reserved = false
+            $0.generation &+= 1
+            $0.reservedBy = nil
         }
         return s
     }
 
-    /// Withdraws the current secret, if any.
-    public func cancel() { state.withLock { $0.secret = nil; $0.reserved = false } }
+    /// Withdraws the current secret, if any, including from a handshake
+    /// that has already reserved it.
+    public func cancel() {
+        state.withLock {
+            $0.secret = nil
+            $0.generation &+= 1
+            $0.reservedBy = nil
+        }
+    }
 
     /// Whether a secret is live (issued, unexpired, unused) right now.
     public var hasLiveSecret: Bool {
@@ -116,37 +151,53 @@ public final class PairingAuthority: Sendable {
 
     /// Takes the secret for one handshake. Only one pairing handshake runs at
     /// a time, so a secret can never be tried twice in parallel.
-    func reserve() -> Result<SecretBytes, RefusalReason> {
+    func reserve() -> Result<Reservation, RefusalReason> {
         let now = clock()
         return state.withLock { st in
             guard now >= st.lockedUntil else { return .failure(.pairingUnavailable) }
-            guard let s = st.secret, !st.reserved else { return .failure(.pairingUnavailable) }
+            guard let s = st.secret, st.reservedBy == nil else { return .failure(.pairingUnavailable) }
             guard now < st.expires else { st.secret = nil; return .failure(.pairingUnavailable) }
-            st.reserved = true
-            return .success(s.psk())
+            st.reservedBy = st.generation
+            return .success(Reservation(psk: s.psk(), generation: st.generation))
         }
     }
 
-    /// The handshake proved the secret: it is used up.
-    func succeeded() {
-        state.withLock { $0.secret = nil; $0.reserved = false; $0.failures = 0; $0.lockedUntil = 0 }
+    /// The handshake holding `generation` proved the secret. Returns false,
+    /// and changes nothing, if that secret was replaced or withdrawn in the
+    /// meantime: the pairing must then be refused.
+    func succeeded(_ generation: UInt64) -> Bool {
+        state.withLock { st in
+            guard st.isCurrent(generation) else { return false }
+            st.secret = nil
+            st.reservedBy = nil
+            st.failures = 0
+            st.lockedUntil = 0
+            return true
+        }
     }
 
-    /// A wrong secret was tried: burn it and lock out further attempts.
-    func failed() {
+    /// The handshake holding `generation` tried a wrong secret: burn it and
+    /// lock out further attempts. A stale handshake burns nothing (its secret
+    /// is already gone) and must not punish the current one.
+    func failed(_ generation: UInt64) {
         let now = clock()
         state.withLock { st in
+            guard st.isCurrent(generation) else { return }
             st.secret = nil
-            st.reserved = false
+            st.reservedBy = nil
             st.failures += 1
             let lock = min(Self.maxLockout, Self.baseLockout * Double(1 << min(st.failures - 1, 16)))
             st.lockedUntil = now + lock
         }
     }
 
-    /// The handshake stopped before the secret was tested (the peer went away
-    /// before message 3): nothing about the secret was revealed, keep it.
-    func released() { state.withLock { $0.reserved = false } }
+    /// The handshake holding `generation` stopped before the secret was
+    /// tested (the peer went away before message 3): nothing about the
+    /// secret was revealed, keep it. Only that generation's reservation is
+    /// released; a stale handshake cannot free another one's.
+    func released(_ generation: UInt64) {
+        state.withLock { if $0.reservedBy == generation { $0.reservedBy = nil } }
+    }
 }
 
 /// Everything the receiver consults during handshakes, shared by all
@@ -162,6 +213,12 @@ public final class ReceiverTrust: Sendable {
         var latestTimestamp: [PublicKey: TAI64N] = [:]
     }
     let state: Mutex<State>
+    /// Held across "change the list, snapshot it, save the snapshot", so
+    /// saves reach the file in the order of the changes. Without it a
+    /// `revoke` could be overwritten by an `authorize` snapshot taken before
+    /// it, and the revoked sender would be authorized again at the next
+    /// start. Separate from `state` so handshakes never wait for a disk.
+    let persistence = Mutex(())
 
     /// - Parameter directory: where `authorized-senders` is read and written;
     ///   nil keeps the list in memory only (tests).
@@ -184,13 +241,20 @@ public final class ReceiverTrust: Sendable {
 
     /// Removes a sender (it must pair again).
     public func revoke(_ key: PublicKey) throws(ConfigError) {
-        let list = state.withLock { st -> PeerList in st.authorized.remove(key); return st.authorized }
-        if let d = directory { try list.save(to: d.file(PeerList.authorizedSendersFile)) }
+        try changeAuthorized { $0.remove(key) }
     }
 
     func authorize(_ key: PublicKey, label: String) throws(ConfigError) {
-        let list = state.withLock { st -> PeerList in st.authorized.add(key, label: label); return st.authorized }
-        if let d = directory { try list.save(to: d.file(PeerList.authorizedSendersFile)) }
+        try changeAuthorized { $0.add(key, label: label) }
+    }
+
+    /// Applies `change` in memory, then persists the result, one change at
+    /// a time (see `persistence`).
+    private func changeAuthorized(_ change: (inout PeerList) -> Void) throws(ConfigError) {
+        try persistence.withLock { _ throws(ConfigError) in
+            let list = state.withLock { st -> PeerList in change(&st.authorized); return st.authorized }
+            if let d = directory { try list.save(to: d.file(PeerList.authorizedSendersFile)) }
+        }
     }
 
     /// Accepts `ts` for `key` only if strictly newer than the last accepted
