@@ -180,8 +180,9 @@ public struct DatagramKey: Sendable {
 }
 
 /// Seals the datagrams of one session, numbering them with the counter
-/// nonce. Never copy a sealer and use both copies: that reuses nonces.
-public struct DatagramSealer: Sendable {
+/// nonce. Not copyable: two copies would seal with the same counters, that
+/// is reuse nonces under one key (RFC 8439 section 4).
+public struct DatagramSealer: ~Copyable, Sendable {
     public let key: DatagramKey
     public let session: DatagramSessionID
     /// The counter the next datagram gets.

@@ -131,9 +131,7 @@ public final class Sender {
         self.channel = channel
         let keys = channel.keys
         do {
-            var raw = keys.datagramKey.bytesCopy
-            defer { for i in raw.indices { raw[i] = 0 } }
-            let key = try DatagramKey(bytes: raw)
+            let key = try DatagramKey(secret: keys.datagramKey)
             let id = try DatagramSessionID(bytes: keys.sessionID.bytes)
             sealer = DatagramSealer(key: key, session: id)
         } catch {

@@ -67,7 +67,9 @@ usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
                                  directory: dir, label: "\(host):\(port)")
             say("paired with receiver \(tx.channel.peer.fingerprint)")
         } else {
-            let known = (try? PeerList.load(from: dir.file(PeerList.knownReceiversFile))) ?? PeerList()
+            // A missing file is an empty list; an unreadable one is an error
+            // that says how to fix it (it would hide every paired receiver).
+            let known = try PeerList.load(from: dir.file(PeerList.knownReceiversFile))
             guard let receiver = known.key(labelled: "\(host):\(port)") ?? (known.entries.count == 1 ? known.entries[0].key : nil) else {
                 fail(known.entries.isEmpty
                      ? "not paired with any receiver: run `remolo pair` on the receiver, then `remolo send --to \(to) --pair CODE`"

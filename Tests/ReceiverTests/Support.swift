@@ -140,8 +140,9 @@ final class LoopRig {
     }
 }
 
-/// A session's key, id and sealer.
-struct TestSession {
+/// A session's key, id and sealer (not copyable: a copy would reuse
+/// counters, that is nonces).
+struct TestSession: ~Copyable {
     let id: DatagramSessionID
     let key: DatagramKey
     var sealer: DatagramSealer
