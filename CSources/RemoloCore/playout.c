@@ -288,7 +288,11 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	}
 	p->prev_tx_us = pkt->tx_us;
 	p->have_prev = true;
-	p->last_activity_us = later(p->last_activity_us, rx_us);
+	/* Heartbeats keep the clock estimate fresh but are not activity: an
+	 * idle trackpad on screen sends them every 100 ms, and the drain timer
+	 * must still stop (brief part 5). */
+	if (pkt->kind != PLAYOUT_KIND_HEARTBEAT)
+		p->last_activity_us = later(p->last_activity_us, rx_us);
 
 	switch (pkt->kind) {
 	case PLAYOUT_KIND_MOTION:

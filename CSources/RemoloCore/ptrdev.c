@@ -152,16 +152,53 @@ static int write_frame(struct ptrdev *d, int n)
 	return (int)w;
 }
 
+/* Brings the device's buttons to what the caller asked for. Needed after a
+ * failed write: the playout emits each change once, so a lost release would
+ * otherwise leave the button down until the device goes away. */
+static int reconcile(struct ptrdev *d)
+{
+	struct playout_out fix;
+	uint8_t held = d->held, diff = d->held ^ d->want;
+	int n, ret;
+
+	memset(&fix, 0, sizeof(fix));
+	for (unsigned int i = 0; i < PLAYOUT_BTN_COUNT; i++) {
+		if (!(diff & (1u << i)))
+			continue;
+		fix.btn[fix.nbtn].code = (uint16_t)(PLAYOUT_BTN_FIRST + i);
+		fix.btn[fix.nbtn].down = !!(d->want & (1u << i));
+		fix.nbtn++;
+	}
+	n = ptrdev_encode(d->frame, REMOLO_PTRDEV_FRAME_MAX, &fix, &held);
+	if (n <= 0)
+		return n;
+	ret = write_frame(d, n);
+	if (ret > 0)
+		d->held = held;
+	return ret;
+}
+
 int ptrdev_write(struct ptrdev *d, const struct playout_out *out)
 {
-	uint8_t held = d->held;
+	uint8_t held;
 	int n, ret;
 
 	if (!d->uidev)
 		return -ENODEV;
+	/* Recovery only (an extra write on the call after a failure): first
+	 * bring the device back to what was asked for. */
+	if (__builtin_expect(d->held != d->want, 0))
+		(void)reconcile(d);
+	held = d->held;
 	n = ptrdev_encode(d->frame, REMOLO_PTRDEV_FRAME_MAX, out, &held);
 	if (n <= 0)
 		return n;
+	/* The request stands whether or not it reaches the kernel. */
+	for (uint32_t i = 0; i < out->nbtn; i++) {
+		uint8_t bit = (uint8_t)(1u << (out->btn[i].code - PLAYOUT_BTN_FIRST));
+
+		d->want = out->btn[i].down ? (uint8_t)(d->want | bit) : (uint8_t)(d->want & ~bit);
+	}
 	ret = write_frame(d, n);
 	/* Only what reached the kernel counts as held. */
 	if (ret > 0)
@@ -178,20 +215,10 @@ const char *ptrdev_devnode(const struct ptrdev *d)
 
 int ptrdev_release(struct ptrdev *d)
 {
-	struct playout_out up;
-	unsigned int i;
-
 	if (!d->uidev)
 		return -ENODEV;
-	memset(&up, 0, sizeof(up));
-	for (i = 0; i < PLAYOUT_BTN_COUNT; i++) {
-		if (d->held & (1u << i)) {
-			up.btn[up.nbtn].code = (uint16_t)(PLAYOUT_BTN_FIRST + i);
-			up.btn[up.nbtn].down = 0;
-			up.nbtn++;
-		}
-	}
-	return ptrdev_write(d, &up);
+	d->want = 0;
+	return d->held ? reconcile(d) : 0;
 }
 
 void ptrdev_deinit(struct ptrdev *d)
@@ -209,4 +236,5 @@ void ptrdev_deinit(struct ptrdev *d)
 	d->dev = NULL;
 	d->fd = -1;
 	d->held = 0;
+	d->want = 0;
 }

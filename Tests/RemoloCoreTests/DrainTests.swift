@@ -141,6 +141,24 @@ import Testing
         #expect(p.tick(end + c.after).idle == c.idle, "case \(c.id)")
     }
 
+    /// Heartbeats every 100 ms (an idle trackpad on screen) do not keep
+    /// the drain timer running.
+    @Test func heartbeatsAreNotActivity() {
+        let p = CorePlayout()
+        p.push(rx: 1_000_000, tx: 0, a: 256)
+        var t: UInt64 = 1_000_000
+        var idleAt: UInt64?
+        for k in 1...20 {
+            p.push(rx: 1_000_000 + UInt64(k) * 100_000, tx: UInt64(k) * 100_000, kind: PLAYOUT_KIND_HEARTBEAT)
+            while t < 1_000_000 + UInt64(k) * 100_000 {
+                if p.tick(t).idle, idleAt == nil { idleAt = t }
+                t += tickUs
+            }
+        }
+        // Idle 0.5 s after the motion's segment ended (1 011 880 + 50 000).
+        #expect(idleAt != nil && idleAt! >= 1_561_880 && idleAt! < 1_561_880 + tickUs)
+    }
+
     @Test func idleBeforeAnything() {
         let p = CorePlayout()
         #expect(p.tick(1_000_000).idle)

@@ -45,6 +45,7 @@ struct ptrdev {
 	struct libevdev_uinput *uidev;
 	int fd;                      /* the uinput fd, owned by uidev */
 	uint8_t held;                /* bit i: button PLAYOUT_BTN_FIRST + i is down */
+	uint8_t want;                /* the same, as the caller last asked for */
 	struct input_event frame[REMOLO_PTRDEV_FRAME_MAX];
 };
 
@@ -70,7 +71,8 @@ int ptrdev_encode(struct input_event *ev, size_t cap, const struct playout_out *
 /*
  * Writes one tick as one write(). Returns the bytes written, 0 for an empty
  * tick (nothing is written), or -errno (-EINVAL as ptrdev_encode, -ENODEV
- * after deinit).
+ * after deinit). The buttons asked for count even when the write fails: the
+ * next call first writes the difference (a release never gets lost).
  */
 int ptrdev_write(struct ptrdev *d, const struct playout_out *out);
 
@@ -78,8 +80,7 @@ int ptrdev_write(struct ptrdev *d, const struct playout_out *out);
  * (evdev not loaded). Valid until ptrdev_deinit. */
 const char *ptrdev_devnode(const struct ptrdev *d);
 
-/* Sets out->btn[i] (the array's element type is anonymous, so callers in
- * other languages cannot name it). i must be < PLAYOUT_BTN_PER_TICK. */
+/* Sets out->btn[i]. i must be < PLAYOUT_BTN_PER_TICK. */
 static inline void ptrdev_out_set_btn(struct playout_out *out, uint32_t i,
 				      uint16_t code, uint8_t down)
 {
