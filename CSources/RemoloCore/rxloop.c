@@ -10,18 +10,23 @@
  * session is quiet again (brief part 5: an idle trackpad costs nothing).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 
 #include "remolo_rx.h"
 
+#define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 _Static_assert(WIRE_DROP_COUNT == sizeof(((struct rx_stats *)0)->drop) / sizeof(uint64_t),
 	       "a drop counter per wire reason");
+_Static_assert(sizeof(struct rx_record) <= PIPE_BUF, "a record is one atomic pipe write");
 
 static int load_state(const int32_t *p)
 {
@@ -38,16 +43,41 @@ int rx_loop_run_error(const struct rx_loop *l)
 	return load_state(&l->run_error);
 }
 
+/* The record fd must be a pipe's write end in non-blocking mode: records
+ * stay whole only through atomic pipe writes, and a full pipe must fail at
+ * once instead of stalling the drain. Checked here, off the loop thread. */
+static int check_record_fd(int fd)
+{
+	struct stat sb;
+	int fl;
+
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -errno;
+	if (!S_ISFIFO(sb.st_mode) || !(fl & O_NONBLOCK) || (fl & O_ACCMODE) == O_RDONLY)
+		return -EINVAL;
+	return 0;
+}
+
 int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg)
 {
 	int ret;
 
 	memset(l, 0, sizeof(*l));
 	l->sink_fd = -1;
+	l->record_fd = -1;
 	/* Exactly one output: the device, or an fd for the same bytes. */
 	if (!cfg || cfg->sock < 0 || (cfg->dev != NULL) == (cfg->sink_fd >= 0) ||
-	    cfg->rt_priority < 0 || playout_config_check(&cfg->playout) < 0)
+	    cfg->rt_priority < 0 || cfg->record_fd < -1 || playout_config_check(&cfg->playout) < 0)
 		return -EINVAL;
+	if (cfg->record_fd > 0) {
+		ret = check_record_fd(cfg->record_fd);
+		if (ret < 0)
+			return ret;
+		l->record_fd = cfg->record_fd;
+	}
 	l->pcfg = cfg->playout;
 	l->dev = cfg->dev;
 	l->sink_fd = cfg->sink_fd;
@@ -224,6 +254,39 @@ static int push(struct rx_loop *l, uint32_t slot, uint64_t now, const struct pla
 	return 0;
 }
 
+/* One record, one write(), never waiting: the pipe is non-blocking, so a
+ * reader that fell behind costs a record (counted), not a tick. No retry
+ * on EINTR: a non-blocking pipe write does not sleep, so it is not
+ * interrupted. */
+static void record(struct rx_loop *l, uint32_t slot, uint64_t now, const struct playout_pkt *pkt)
+{
+	struct rx_record rec;
+	ssize_t w;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.tx_us = pkt->tx_us;
+	rec.rx_us = now;
+	/* Buttons travel as code and state in the packet; the record keeps
+	 * the wire's a and b for every kind. */
+	if (pkt->kind == PLAYOUT_KIND_BUTTON) {
+		rec.a = pkt->code;
+		rec.b = pkt->down;
+	} else {
+		rec.a = pkt->a;
+		rec.b = pkt->b;
+	}
+	rec.session = l->session_no[slot];
+	rec.kind = pkt->kind;
+	rec.slot = (uint8_t)slot;
+	w = write(l->record_fd, &rec, sizeof(rec));
+	if (likely(w == (ssize_t)sizeof(rec)))
+		l->st.records++;
+	else if (w < 0 && errno == EAGAIN)
+		l->st.record_dropped++;
+	else
+		l->st.record_errors++;
+}
+
 static void on_datagram(struct rx_loop *l, const struct rx_ev *ev)
 {
 	/* The arrival time, on the playout's clock (see rx_ring_init for why
@@ -240,6 +303,9 @@ static void on_datagram(struct rx_loop *l, const struct rx_ev *ev)
 		l->st.drop_no_slot++;
 		return;
 	}
+	/* Off: one branch on a field that never changes while the loop runs. */
+	if (l->record_fd >= 0)
+		record(l, (uint32_t)r, now, &rx.pkt);
 	(void)push(l, (uint32_t)r, now, &rx.pkt);
 }
 
@@ -280,6 +346,7 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 		l->active[r] = 1;
 		l->last_move_us[r] = 0;
 		l->st.sessions_added++;
+		l->session_no[r] = (uint32_t)l->st.sessions_added;
 		break;
 	case RX_OP_REMOVE_SESSION:
 		r = wire_lookup(&l->wire, c->id);

@@ -8,7 +8,7 @@ let defaultPort: UInt16 = 7420
 
 let receiveUsage = """
 usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--pair] [--rt PRIORITY]
-                      [--name NAME] [--seconds N]
+                      [--name NAME] [--seconds N] [--record-arrivals FILE]
 
   --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
               datagrams) (default 0.0.0.0:\(defaultPort))
@@ -17,6 +17,10 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--pair] [--rt PRIO
   --rt        run the drain loop SCHED_FIFO at PRIORITY (1-99; needs CAP_SYS_NICE)
   --name      the pointer device's name (default "\(PointerDevice.defaultName)")
   --seconds   stop after N seconds (default: until SIGINT/SIGTERM)
+  --record-arrivals FILE
+              record every datagram's send and arrival time in the lab's
+              trace format (the first session's only); replay your own
+              network with `remolo simulate --trace FILE`
 
 Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
 (modprobe uinput, plus a udev rule for non-root users) and io_uring.
@@ -52,6 +56,7 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
     var rt: Int32 = 0
     var name = PointerDevice.defaultName
     var seconds: Double?
+    var recordPath: String?
     var i = 0
     while i < args.count {
         switch args[i] {
@@ -71,6 +76,7 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
             i += 1
             guard let v = Double(optionValue(args, i, "--seconds")), v > 0 else { fail("--seconds takes N > 0") }
             seconds = v
+        case "--record-arrivals": i += 1; recordPath = optionValue(args, i, "--record-arrivals")
         default: fail("unknown option \(args[i])\n\(receiveUsage)")
         }
         i += 1
@@ -86,6 +92,12 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
     sigaddset(&sigs, SIGTERM)
     pthread_sigmask(SIG_BLOCK, &sigs, nil)
 
+    // After the mask: the recorder's drain thread inherits it too.
+    var recorder: ArrivalRecorder?
+    if let path = recordPath {
+        do { recorder = try ArrivalRecorder(path: path) } catch { fail("--record-arrivals: \(error)", code: 1) }
+    }
+
     let rx: Receiver
     do {
         let trust = try ReceiverTrust(identity: identity, directory: dir)
@@ -94,7 +106,7 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
                 + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender\n").utf8))
         }
         rx = try Receiver(host: host, port: port, trust: trust, output: .uinput(name: name),
-                          realtimePriority: rt, onEvent: { say($0) })
+                          realtimePriority: rt, recordArrivals: recorder, onEvent: { say($0) })
     } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
         // After modprobe, a user other than root also needs access to it.
         fail("\(e.message) Then, to run as a normal user: add the udev rule `\(PointerDeviceError.udevRule)` "
@@ -127,4 +139,5 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
     }
     rx.stop()
     say("final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
+    if let r = recorder { say(r.summary) }
 }

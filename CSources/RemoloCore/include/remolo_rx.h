@@ -75,7 +75,36 @@ struct rx_config {
 	struct ptrdev *dev;             /* output: the uinput device, or NULL ... */
 	int sink_fd;                    /* ... this fd gets the same encoded frames */
 	int rt_priority;                /* SCHED_FIFO priority on the loop thread; 0 = off */
+	int record_fd;                  /* arrival records (struct rx_record): the
+					 * write end of a pipe opened O_NONBLOCK;
+					 * -1 = off. 0 is off too, so that a zeroed
+					 * config records nothing (a pipe's write end
+					 * is never fd 0: pipe() hands out the read
+					 * end first, at the lowest free number). */
 };
+
+/* ---- arrival records (remolo receive --record-arrivals) ----------------- */
+/* One per datagram that opened for a live session, written whole by one
+ * non-blocking write() on the loop thread. Fixed size and at most PIPE_BUF,
+ * so a pipe never splits or interleaves one; a full pipe loses the record
+ * (counted in record_dropped), never the loop's time. */
+struct rx_record {
+	uint64_t tx_us;                 /* sender clock, as sealed */
+	uint64_t rx_us;                 /* arrival, rx_now_us() (CLOCK_MONOTONIC) */
+	int32_t a;                      /* the wire's a: motion dx, scroll vertical
+					 * (Q8), button BTN_* code, heartbeat 0 */
+	int32_t b;                      /* the wire's b: motion dy, scroll
+					 * horizontal (Q8), button 1/0, heartbeat 0 */
+	uint32_t session;               /* the loop's serial number of the session
+					 * (1 = first added): a reused slot is
+					 * told apart */
+	uint8_t kind;                   /* enum playout_kind (the wire's kind) */
+	uint8_t slot;                   /* session slot, 0 .. REMOLO_SESSIONS_MAX-1 */
+	uint8_t pad[2];                 /* zero */
+};
+#define REMOLO_RX_RECORD_LEN     32u
+_Static_assert(sizeof(struct rx_record) == REMOLO_RX_RECORD_LEN, "record: fixed size, no hidden padding");
+_Static_assert(REMOLO_SESSIONS_MAX <= 256, "record: a slot fits in a byte");
 
 /* ---- commands (any thread -> loop) -------------------------------------- */
 enum rx_op {
@@ -139,6 +168,9 @@ struct rx_stats {
 	uint64_t rt;                    /* 1 when SCHED_FIFO took effect */
 	uint64_t setup_flags;           /* io_uring setup flags in use */
 	uint64_t timer_armed;           /* 1 while the drain timer runs */
+	uint64_t records;               /* arrival records written (record_fd) */
+	uint64_t record_dropped;        /* not written: the pipe was full */
+	uint64_t record_errors;         /* not written: any other failure */
 };
 _Static_assert(sizeof(struct rx_stats) % sizeof(uint64_t) == 0, "stats: whole u64 words");
 
@@ -225,9 +257,11 @@ struct rx_loop {
 	struct playout po[REMOLO_SESSIONS_MAX];
 	uint64_t last_move_us[REMOLO_SESSIONS_MAX]; /* last non-heartbeat push */
 	uint8_t active[REMOLO_SESSIONS_MAX];
+	uint32_t session_no[REMOLO_SESSIONS_MAX]; /* serial of the session in a slot */
 	struct playout_config pcfg;
 	struct ptrdev *dev;
 	int sink_fd;
+	int record_fd;                  /* -1 = not recording */
 	int rt_priority;
 	uint8_t held;                   /* buttons down at the output (fd sink) */
 	struct input_event frame[REMOLO_PTRDEV_FRAME_MAX];
@@ -239,7 +273,8 @@ struct rx_loop {
 };
 
 /* Sets up the loop on the caller's thread (fds, buffers, sessions table).
- * 0 or -errno (-EINVAL: bad config, both or neither output). */
+ * 0 or -errno (-EINVAL: bad config, both or neither output, a record_fd
+ * that is not a pipe's non-blocking write end). */
 int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg);
 /* Runs until RX_OP_STOP, on the thread that will own the ring. Returns 0, or
  * -errno when the ring cannot be set up (also left in run_error). */

@@ -63,10 +63,9 @@ public final class SecretBytes: @unchecked Sendable {
         try body(buffer)
     }
 
-    /// A copy as an array, for handing to code that needs a plain value (the
-    /// datagram layer copies keys into its fixed table). The caller owns the
-    /// copy and should wipe it when done.
-    public var bytesCopy: [UInt8] { Array(buffer) }
+    /// A copy as an array, for tests only: an array is never wiped. Other
+    /// code passes secrets pointer to pointer (`DatagramKey(secret:)`).
+    var bytesCopy: [UInt8] { Array(buffer) }
 
     /// Constant-time equality (sodium_memcmp), so comparing keys leaks no timing.
     func constantTimeEquals(_ other: SecretBytes) -> Bool {
