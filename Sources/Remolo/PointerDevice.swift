@@ -92,7 +92,8 @@ public struct PointerFrame: Sendable, Equatable {
 /// write() ending in SYN_REPORT. Releasing the device first releases any
 /// button still held.
 public final class PointerDevice {
-    private let dev: UnsafeMutablePointer<ptrdev>
+    /// The C device; the receive loop writes to it from its own thread.
+    let dev: UnsafeMutablePointer<ptrdev>
     /// The evdev node the kernel made for the device, /dev/input/eventN.
     public let devnode: String
 

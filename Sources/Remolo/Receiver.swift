@@ -385,29 +385,11 @@ private func sodium_wipe(_ raw: UnsafeMutableRawBufferPointer) -> Int {
 /// (buttons released) after the loop has stopped.
 private final class LoopDevice: @unchecked Sendable {
     // @unchecked Sendable: after init only the loop thread touches it.
-    let dev: UnsafeMutablePointer<ptrdev>
-    let devnode: String
+    let device: PointerDevice
+    var dev: UnsafeMutablePointer<ptrdev> { device.dev }
+    var devnode: String { device.devnode }
 
-    init(name: String) throws(PointerDeviceError) {
-        let d = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
-        let r = name.withCString { ptrdev_init(d, $0) }
-        guard r == 0 else {
-            d.deallocate()
-            throw PointerDeviceError(errno: -r, operation: "create")
-        }
-        guard let node = ptrdev_devnode(d) else {
-            ptrdev_deinit(d)
-            d.deallocate()
-            throw PointerDeviceError(errno: ENODEV, operation: "devnode")
-        }
-        devnode = String(cString: node)
-        dev = d
-    }
-
-    deinit {
-        ptrdev_deinit(dev)
-        dev.deallocate()
-    }
+    init(name: String) throws(PointerDeviceError) { device = try PointerDevice(name: name) }
 }
 
 /// The whole receiver: a UDP receive loop and a TCP control server on the

@@ -3,51 +3,24 @@ import Foundation
 import RemoloCore
 import Testing
 
-/// A receive loop on 127.0.0.1 that records its arrivals into a trace file.
+/// A LoopRig whose loop records its arrivals into a trace file.
 private final class RecordRig {
-    let sink: FrameSink
-    let udp: Int32
-    let loop: ReceiveLoop
+    let rig: LoopRig
     let recorder: ArrivalRecorder
-    let tx: Int32
     let path: String
-    var addr = sockaddr_in()
+    var loop: ReceiveLoop { rig.loop }
+    var stats: ReceiverStats { rig.stats }
 
     init(pipeBytes: Int32 = ArrivalRecorder.pipeBytes, paused: Bool = false) throws {
         path = NSTemporaryDirectory() + "remolo-arrivals-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).csv"
-        sink = try FrameSink()
-        udp = try Receiver.bindUDP(host: "127.0.0.1", port: 0)
         recorder = try ArrivalRecorder(path: path, pipeBytes: pipeBytes, paused: paused)
-        loop = try ReceiveLoop(socket: udp, output: .fileDescriptor(sink.writeFD), recordArrivals: recorder)
-        tx = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = loop.port.bigEndian
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        rig = try LoopRig(recordArrivals: recorder)
     }
 
-    deinit {
-        loop.stop()
-        close(tx)
-        close(udp)
-        unlink(path)
-    }
+    deinit { unlink(path) }
 
-    func send(_ bytes: [UInt8]) {
-        let n = bytes.withUnsafeBytes { b in
-            withUnsafePointer(to: &addr) { a in
-                a.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(tx, b.baseAddress, b.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-        }
-        #expect(n == bytes.count, "sendto: \(String(cString: strerror(errno)))")
-    }
-
-    var stats: ReceiverStats { loop.stats }
-
-    func waitDatagrams(_ n: UInt64, timeout: Double = 3) {
-        #expect(eventually(timeout) { stats.datagrams >= n }, "datagrams: \(stats.datagrams) of \(n)")
-    }
+    func send(_ bytes: [UInt8]) { rig.send(bytes) }
+    func waitDatagrams(_ n: UInt64, timeout: Double = 3) { rig.waitDatagrams(n, timeout: timeout) }
 
     /// Stops the loop (which finishes the file) and reads the file back
     /// with the lab's reader.

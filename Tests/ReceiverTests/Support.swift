@@ -100,10 +100,11 @@ final class LoopRig {
     let tx: Int32
     var addr = sockaddr_in()
 
-    init(playout: PlayoutConfig = .default) throws {
+    init(playout: PlayoutConfig = .default, recordArrivals: ArrivalRecorder? = nil) throws {
         sink = try FrameSink()
         udp = try Receiver.bindUDP(host: "127.0.0.1", port: 0)
-        loop = try ReceiveLoop(socket: udp, output: .fileDescriptor(sink.writeFD), playout: playout)
+        loop = try ReceiveLoop(socket: udp, output: .fileDescriptor(sink.writeFD), playout: playout,
+                               recordArrivals: recordArrivals)
         tx = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = loop.port.bigEndian
