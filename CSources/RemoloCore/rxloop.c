@@ -180,19 +180,6 @@ static void timer_set(struct rx_loop *l, bool on)
 		l->st.timer_stops++;
 }
 
-/* Nothing queued and no movement or button for idle_us. The playout's own
- * idle flag also waits idle_us after the last heartbeat, and a sender that
- * sits still heartbeats every 100 ms: the timer would never stop. */
-static bool quiet(const struct rx_loop *l, uint32_t slot, const struct playout_out *o, uint64_t now)
-{
-	const struct playout *p = &l->po[slot];
-
-	if (o->idle)
-		return true;
-	return segq_len(&p->q) == 0 && p->b.head == p->b.tail && !p->b.overflow_mask &&
-	       now - l->last_move_us[slot] >= p->cfg.idle_us;
-}
-
 static void on_tick(struct rx_loop *l, uint64_t expirations)
 {
 	struct playout_out m, o;
@@ -215,7 +202,9 @@ static void on_tick(struct rx_loop *l, uint64_t expirations)
 			continue;
 		playout_tick(&l->po[s], now, &o);
 		merge(l, &m, &o);
-		if (!quiet(l, s, &o, now))
+		/* The playout's own idle signal: nothing queued and no motion or
+		 * button for idle_us (heartbeats do not count). */
+		if (!o.idle)
 			all_quiet = false;
 	}
 	emit(l, &m);
@@ -249,7 +238,6 @@ static int push(struct rx_loop *l, uint32_t slot, uint64_t now, const struct pla
 		return 0;
 	if (pkt->kind == PLAYOUT_KIND_BUTTON)
 		l->st.buttons++;
-	l->last_move_us[slot] = now;
 	timer_set(l, true);
 	return 0;
 }
@@ -344,7 +332,6 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 			break;
 		}
 		l->active[r] = 1;
-		l->last_move_us[r] = 0;
 		l->st.sessions_added++;
 		l->session_no[r] = (uint32_t)l->st.sessions_added;
 		break;

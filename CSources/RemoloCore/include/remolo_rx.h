@@ -255,7 +255,6 @@ struct rx_loop {
 	struct rx_ring ring;
 	struct wire wire;
 	struct playout po[REMOLO_SESSIONS_MAX];
-	uint64_t last_move_us[REMOLO_SESSIONS_MAX]; /* last non-heartbeat push */
 	uint8_t active[REMOLO_SESSIONS_MAX];
 	uint32_t session_no[REMOLO_SESSIONS_MAX]; /* serial of the session in a slot */
 	struct playout_config pcfg;
