@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The jitter buffer's size (brief part 4): the 95th percentile of how late
+ * The jitter buffer's size (design note, part 4): the 95th percentile of how late
  * the last 240 packets were, plus a margin, clamped, starting at 12 ms. It
  * grows at once and shrinks by 1% of itself per packet.
  *

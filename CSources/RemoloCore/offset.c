@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Clock offset between sender and receiver (brief part 4).
+ * Clock offset between sender and receiver (design note, part 4).
  *
  * The offset is the smallest observed (arrival - sender time): the fastest
  * trip ever made, which holds the one-way minimum delay plus the clock

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Playout: packets in, integer pointer deltas out, on the receiver's clock
- * (brief parts 4 and 5). Glue over clock.c, delay.c and segq.c, plus the
+ * (design note, parts 4 and 5). Glue over offset.c, delay.c and segq.c, plus the
  * button queue and the per-axis Q8 remainders.
  */
 #include <errno.h>
@@ -206,7 +206,7 @@ static int push_motion(struct playout *p, uint64_t rx_us, const struct playout_p
 
 	if (late) {
 		/* Missed its slot: replay from now, after what is queued, at
-		 * about its own pace (brief part 5). */
+		 * about its own pace (design note, part 5). */
 		start = later(rx_us, p->q.tail_end_us);
 		dur = clamp_u(interval, cfg->late_min_us, cfg->late_max_us);
 	} else if (cfg->seg_end_at_slot) {
@@ -290,7 +290,7 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	p->have_prev = true;
 	/* Heartbeats keep the clock estimate fresh but are not activity: an
 	 * idle trackpad on screen sends them every 100 ms, and the drain timer
-	 * must still stop (brief part 5). */
+	 * must still stop (design note, part 5). */
 	if (pkt->kind != PLAYOUT_KIND_HEARTBEAT)
 		p->last_activity_us = later(p->last_activity_us, rx_us);
 

@@ -7,7 +7,7 @@
  *
  * The timer runs only while some session has something to play: it starts
  * with the first movement or button after a quiet spell and stops once every
- * session is quiet again (brief part 5: an idle trackpad costs nothing).
+ * session is quiet again (design note, part 5: an idle trackpad costs nothing).
  */
 #include <errno.h>
 #include <fcntl.h>

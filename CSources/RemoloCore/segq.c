@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The segment queue (brief part 5): each packet's motion becomes a segment
+ * The segment queue (design note, part 5): each packet's motion becomes a segment
  * spread evenly over [start, start + dur). A drain tick integrates every
  * started segment up to "now".
  *

@@ -10,7 +10,7 @@ public enum Remolo {
     public static let tickNanoseconds: UInt64 = UInt64(REMOLO_TICK_NS)
 }
 
-/// The playout policy's knobs. `.seed` holds the brief's values; `.default`
+/// The playout policy's knobs. `.seed` holds the design note's values; `.default`
 /// is what the receiver runs.
 public struct PlayoutConfig: Sendable, Equatable {
     public var creepPPM: UInt32
@@ -28,14 +28,14 @@ public struct PlayoutConfig: Sendable, Equatable {
     public var lateMinUs: UInt32
     public var lateMaxUs: UInt32
     public var idleUs: UInt32
-    /// 0: a packet's segment starts at its slot (the brief); 1: it ends at
+    /// 0: a packet's segment starts at its slot (the design note); 1: it ends at
     /// its slot, starting no earlier than the arrival.
     public var segEndAtSlot: UInt32
     /// 0: a packet spreads over the whole time since the previous one (the
-    /// brief). Otherwise movement intervals up to this are sender frames and
+    /// design note). Otherwise movement intervals up to this are sender frames and
     /// a packet spreads over at most the latest frame.
     public var frameMaxUs: UInt32
-    /// 0: the clock offset rises only by creeping (the brief). Otherwise it
+    /// 0: the clock offset rises only by creeping (the design note). Otherwise it
     /// also rises to the smallest trip of the last two windows this long.
     public var riseWindowUs: UInt32
 
@@ -46,7 +46,7 @@ public struct PlayoutConfig: Sendable, Equatable {
         return PlayoutConfig(c)
     }
 
-    /// The brief's policy, exactly: kept for comparison.
+    /// The design note's policy, exactly: kept for comparison.
     public static var seed: PlayoutConfig {
         var c = playout_config()
         playout_config_seed(&c)

@@ -1,7 +1,7 @@
 // The sender: a confirmed control session (RemoloSender) plus a UDP socket
 // for sealed pointer datagrams to the same receiver address and port.
 //
-// Motion and scroll go as datagrams (brief part 2: timestamped, sealed, never
+// Motion and scroll go as datagrams (design note, part 2: timestamped, sealed, never
 // retransmitted); buttons go over the control channel (TCP: never lost, so a
 // release can never go missing and leave a button stuck), stamped with the
 // same sender clock so the receiver plays them in step with the motion.
@@ -121,7 +121,7 @@ public final class Sender {
     private var lastPing: UInt64 = 0
     public private(set) var stats = SenderStats()
 
-    /// Heartbeat period while nothing moves (brief part 3).
+    /// Heartbeat period while nothing moves (design note, part 3).
     public static let heartbeatMicros: UInt64 = 100_000
     /// Control-channel keepalive (the receiver drops silent sessions at 30 s).
     public static let pingMicros: UInt64 = 10_000_000
@@ -243,7 +243,7 @@ public final class Sender {
             Glibc.close(fd)
             throw SenderError("udp connect to \(host):\(port): \(String(cString: strerror(e)))")
         }
-        // Lowest-latency class (DSCP EF, as the brief's .interactiveVoice).
+        // Lowest-latency class (DSCP EF, as the design note's .interactiveVoice).
         var tos: Int32 = 0xb8
         if a.ai_family == AF_INET {
             _ = setsockopt(fd, Int32(IPPROTO_IP), IP_TOS, &tos, socklen_t(MemoryLayout<Int32>.size))

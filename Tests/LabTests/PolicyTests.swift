@@ -77,7 +77,7 @@ func oracleFrontier(_ rate: Double) {
 }
 
 /// The defaults the receiver runs differ from the seed only by the measured
-/// improvements; the seed is the brief.
+/// improvements; the seed is the design note.
 @Test func defaultIsSeedPlusImprovements() {
     var d = PlayoutConfig.default
     #expect(d.frameMaxUs == 17_000 && d.riseWindowUs == 500_000)

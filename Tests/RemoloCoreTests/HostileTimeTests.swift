@@ -38,7 +38,7 @@ import Testing
             (1_000_000 &+ UInt64(k) * 8_333 &+ (k % 2 == 0 ? (1 << 63) : 1), -256) }, count: 300),
     ]
 
-    /// Both the brief's policy and the default (which adds the windowed
+    /// Both the design note's policy and the default (which adds the windowed
     /// minimum and the learned frame) must hold.
     @Test(arguments: cases, ["seed", "default"])
     func table(_ c: Case, _ policy: String) {

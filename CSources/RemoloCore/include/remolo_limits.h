@@ -14,12 +14,12 @@
 #define REMOLO_Q8_ONE            256      /* units per pixel / per hi-res unit */
 #define REMOLO_HIRES_PER_NOTCH   120      /* REL_WHEEL_HI_RES units per notch */
 
-/* ---- drain clock (brief part 5: a strict 480 Hz timer) ------------------ */
+/* ---- drain clock (design note, part 5: a strict 480 Hz timer) ------------------ */
 #define REMOLO_TICK_HZ           480
 #define REMOLO_TICK_NS           2083333u /* 1e9 / 480, for timerfd */
 #define REMOLO_TICK_US           2083u
 
-/* ---- clock offset (brief part 4) ---------------------------------------- */
+/* ---- clock offset (design note, part 4) ---------------------------------------- */
 /* Between new minima the offset creeps up by 2 ms per second (2000 ppm). */
 #define REMOLO_CREEP_PPM         2000u
 /* Silence longer than this forgets the offset: the next packet sets it. */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include "remolo_limits.h"
 
-/* Tuning, with the brief's values as the seed (playout_config_seed). */
+/* Tuning, with the design note's values as the seed (playout_config_seed). */
 struct playout_config {
 	uint32_t creep_ppm;        /* offset creep between minima */
 	uint32_t gap_reset_us;     /* silence that forgets the offset */
@@ -32,20 +32,20 @@ struct playout_config {
 	uint32_t late_min_us;
 	uint32_t late_max_us;
 	uint32_t idle_us;
-	/* Where a packet's segment lies. 0 (the brief): it starts at the slot
+	/* Where a packet's segment lies. 0 (the design note): it starts at the slot
 	 * and lasts the time since the previous packet, so the motion ends one
 	 * sender frame after its slot. 1: it ends at the slot, lasting the time
 	 * since the previous packet but starting no earlier than the arrival;
 	 * the motion of [tx_prev, tx] plays over [slot_prev, slot] as it
 	 * happened, one frame sooner. */
 	uint32_t seg_end_at_slot;
-	/* 0 (the brief): a packet spreads over the whole time since the
+	/* 0 (the design note): a packet spreads over the whole time since the
 	 * previous one, so the first packet after a pause spreads its single
 	 * frame of motion over up to seg_max_us. Otherwise intervals between
 	 * consecutive movement packets up to this long are sender frames, and
 	 * a packet spreads over at most the latest one. */
 	uint32_t frame_max_us;
-	/* 0 (the brief): the offset only rises by creeping. Otherwise, every
+	/* 0 (the design note): the offset only rises by creeping. Otherwise, every
 	 * window of this length the offset rises to the smallest sample of
 	 * the last two windows when that is higher: a route change or a
 	 * sender clock stepped back is followed within two windows, whatever
@@ -235,7 +235,7 @@ struct playout {
 	struct playout_stats stats;
 };
 
-/* The brief's policy, exactly (the REMOLO_* constants). */
+/* The design note's policy, exactly (the REMOLO_* constants). */
 void playout_config_seed(struct playout_config *cfg);
 /* The policy the receiver runs: the seed plus measured improvements. */
 void playout_config_default(struct playout_config *cfg);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Sealed pointer datagrams (brief part 2): seal on the sender, open on the
+ * Sealed pointer datagrams (design note, part 2): seal on the sender, open on the
  * receiver's hot path. ChaCha20-Poly1305 as specified by RFC 8439 (the
  * IETF variant: 256-bit key, 96-bit nonce, 128-bit tag), from libsodium.
  *
@@ -46,7 +46,7 @@
  * datagrams cost nothing); a late datagram older than the newest accepted
  * one is dropped as WIRE_DROP_REPLAY, even if it was never seen. RFC 6479
  * would keep a bitmap and accept such a late, unseen datagram; we do not:
- *  - the brief fixes it ("a late, older datagram is rejected as a replay");
+ *  - the design note fixes it ("a late, older datagram is rejected as a replay");
  *  - the playout clock already treats a datagram that misses its slot as
  *    lost motion, and at 120 Hz one lost delta is invisible;
  *  - a late button event applied after a newer one could invert press and

@@ -1,11 +1,11 @@
 import Foundation
 
-/// The sender of the lab: a phone running the brief's trackpad. Finger
+/// The sender of the lab: a phone running the design note's trackpad. Finger
 /// motion is sampled once per display frame (120 Hz by default, 60-240),
 /// summed into one packet per frame stamped with the frame's time, and
 /// carried in Q8 with the sub-unit remainder kept for the next frame. While
 /// the trackpad is on screen and nothing moves, a heartbeat goes out every
-/// 100 ms (brief part 3); while it is off screen ("away") nothing is sent.
+/// 100 ms (design note, part 3); while it is off screen ("away") nothing is sent.
 public struct SentEvent: Sendable, Equatable {
     /// Sender time since the start of the script, microseconds.
     public var tUs: UInt64
@@ -147,7 +147,7 @@ public struct GestureScript: Sendable {
                 pause(0.05); send(.button, 1, 0)
             case .scroll:
                 // Two fingers, then momentum computed on the phone: about
-                // 95% of the speed gone after a second (brief part 6).
+                // 95% of the speed gone after a second (design note, part 6).
                 // Units: hi-res wheel units (1/120 notch) per second.
                 let T = rng.uniform(0.2, 0.4), v0 = rng.uniform(300, 1200) * rng.sign()
                 carry = (0, 0); q8 = (0, 0)

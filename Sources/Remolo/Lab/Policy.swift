@@ -9,7 +9,7 @@ internal import RemoloCore
 ///   its slot (the arrival itself) or late and replayed from its arrival;
 ///   a zero-length segment is due whole at the first tick after its start.
 /// - `fixed:MS`: a constant delay of MS milliseconds (min = max = start).
-/// - `seed`: the brief's policy exactly (`PlayoutConfig.seed`).
+/// - `seed`: the design note's policy exactly (`PlayoutConfig.seed`).
 /// - `default`: what the receiver runs (`PlayoutConfig.default`).
 /// - `oracle:RATE`: the field notes' oracle, computed in Swift from every
 ///   arrival (see `Oracle`); `oracle` is rate 0.1.

@@ -2,7 +2,7 @@ import Foundation
 internal import RemoloCore
 
 extension PlayoutConfig {
-    /// Config fields beyond the brief's, by their core names (tuning syntax).
+    /// Config fields beyond the design note's, by their core names (tuning syntax).
     static var labExtraFields: [String: WritableKeyPath<PlayoutConfig, UInt32>] {
         ["seg_end_at_slot": \.segEndAtSlot, "frame_max_us": \.frameMaxUs, "rise_window_us": \.riseWindowUs]
     }

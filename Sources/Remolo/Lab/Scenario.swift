@@ -29,7 +29,7 @@ public enum Scenario: String, Sendable, CaseIterable {
         if let s = Scenario(rawValue: n) { self = s } else if let s = Scenario(rawValue: "S" + n) { self = s } else { return nil }
     }
 
-    /// The stall scenarios (delivery held for longer than the brief's 60 ms
+    /// The stall scenarios (delivery held for longer than the design note's 60 ms
     /// delay cap): office spikes, campus contention, peer-to-peer stalls,
     /// power-save wake-ups.
     public var hasStalls: Bool { self == .s2 || self == .s4 || self == .s5 || self == .s6 }
@@ -138,7 +138,7 @@ public enum Scenario: String, Sendable, CaseIterable {
         case .s6:
             // Power save: after idle, frames are held until the next beacon
             // (102.4 ms), and 100 ms pings keep the radio awake. The sender
-            // sends heartbeats every 100 ms while on screen (brief part 3), so
+            // sends heartbeats every 100 ms while on screen (design note, part 3), so
             // the radio dozes only while the trackpad is away; a doze timeout
             // of 150 ms (above the heartbeat period, as the notes imply) over
             // the quiet base.
