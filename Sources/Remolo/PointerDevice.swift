@@ -127,18 +127,15 @@ public final class PointerDevice {
         guard frame.buttons.count <= PointerFrame.maxButtons else {
             throw PointerDeviceError(errno: EINVAL, operation: "write")
         }
-        var o = playout_out()
-        o.dx = frame.dx
-        o.dy = frame.dy
-        o.wheel = frame.wheel
-        o.hwheel = frame.hwheel
-        o.wheel_hires = frame.wheelHiRes
-        o.hwheel_hires = frame.hwheelHiRes
-        o.nbtn = UInt32(frame.buttons.count)
-        for (i, b) in frame.buttons.enumerated() {
-            ptrdev_out_set_btn(&o, UInt32(i), b.code, b.down ? 1 : 0)
-        }
-        return try write(o)
+        var f = PlayoutFrame()
+        f.dx = frame.dx
+        f.dy = frame.dy
+        f.wheel = frame.wheel
+        f.hwheel = frame.hwheel
+        f.wheelHiRes = frame.wheelHiRes
+        f.hwheelHiRes = frame.hwheelHiRes
+        for b in frame.buttons { f.buttons.append(ButtonChange(code: b.code, down: b.down)) }
+        return try write(f)
     }
 
     /// Writes one playout tick as one frame, without allocating: the
