@@ -41,6 +41,8 @@ let package = Package(
         .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloCore", "BenchSupport"],
                           path: "Bench/Sources"),
 
+        // What the test targets share (subprocesses, paired configs, polling).
+        .target(name: "RemoloTestSupport", dependencies: ["Remolo"], path: "Tests/Support"),
         .testTarget(name: "RemoloCoreTests", dependencies: ["Remolo", "RemoloCore"],
                     path: "Tests/RemoloCoreTests"),
         .testTarget(name: "WireTests", dependencies: ["Remolo", "RemoloCore", "CSodium"],
@@ -52,7 +54,9 @@ let package = Package(
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloCore"],
                     path: "Tests/LabTests"),
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
-        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloCore", "CEvdev"],
+        // The commands as processes: pairing lockout, dead sessions, reconnection.
+        .testTarget(name: "CLITests", dependencies: ["Remolo", "RemoloTestSupport"], path: "Tests/CLITests"),
+        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloCore", "CEvdev", "RemoloTestSupport"],
                     path: "Tests/VMTests"),
     ]
 )

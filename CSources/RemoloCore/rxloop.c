@@ -216,7 +216,11 @@ static void on_tick(struct rx_loop *l, uint64_t expirations)
 
 static int push(struct rx_loop *l, uint32_t slot, uint64_t now, const struct playout_pkt *pkt)
 {
-	switch (playout_push(&l->po[slot], now, pkt)) {
+	uint64_t clamped = l->po[slot].stats.clamped;
+	int res = playout_push(&l->po[slot], now, pkt);
+
+	l->st.clamped += l->po[slot].stats.clamped - clamped;
+	switch (res) {
 	case PLAYOUT_PUSH_LATE:
 		l->st.pushed_late++;
 		break;
@@ -344,11 +348,13 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 		r = wire_remove_session(&l->wire, c->id);
 		l->st.sessions_removed++;
 		break;
-	case RX_OP_BUTTON:
+	case RX_OP_PUSH:
 		r = wire_lookup(&l->wire, c->id);
 		if (r < 0)
 			break;
-		if (c->pkt.kind != PLAYOUT_KIND_BUTTON || !l->active[r]) {
+		/* Heartbeats are datagrams only: the control channel has pings. */
+		if ((c->pkt.kind != PLAYOUT_KIND_BUTTON && c->pkt.kind != PLAYOUT_KIND_MOTION &&
+		     c->pkt.kind != PLAYOUT_KIND_SCROLL) || !l->active[r]) {
 			r = -EINVAL;
 			break;
 		}

@@ -22,6 +22,19 @@ public enum DatagramDropReason: Int, Error, CaseIterable, Sendable {
     case badKind = 6
     /// Authentic, known kind, fields out of range.
     case badField = 7
+
+    /// The name in the README, `--stats` and the JSON statistics.
+    public var name: String {
+        switch self {
+        case .short: "short"
+        case .long: "long"
+        case .unknownSession: "unknown_session"
+        case .replay: "replay"
+        case .badTag: "bad_tag"
+        case .badKind: "bad_kind"
+        case .badField: "bad_field"
+        }
+    }
 }
 
 /// Datagram layer errors outside the receive path.

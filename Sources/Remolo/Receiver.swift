@@ -70,6 +70,9 @@ public struct ReceiverStats: Sendable, Equatable {
     public var receiveErrors: UInt64
     /// Packets that missed their playout slot and were replayed from now.
     public var latePackets: UInt64
+    /// Packets whose deltas were over the single-packet bound (1024 px per
+    /// axis, 10 notches), clamped to it.
+    public var clampedPackets: UInt64
     /// Drain ticks handled; ticks that found the timer had fired more than
     /// once since the last one; the expirations they missed.
     public var ticks: UInt64
@@ -123,6 +126,7 @@ public struct ReceiverStats: Sendable, Equatable {
         receiveArms = s.recv_arms
         receiveErrors = s.recv_errors
         latePackets = s.pushed_late
+        clampedPackets = s.clamped
         ticks = s.ticks
         lateTicks = s.late_ticks
         missedTicks = s.missed_ticks
@@ -150,11 +154,40 @@ public struct ReceiverStats: Sendable, Equatable {
         recordErrors = s.record_errors
     }
 
+    /// One JSON object on one line (`remolo receive --stats-json`): every
+    /// counter, drops under the README's reason names.
+    public var json: String {
+        var fields: [(String, String)] = [
+            ("datagrams", "\(datagrams)"), ("opened", "\(opened)"), ("dropped", "\(dropped)"),
+        ]
+        let drops = DatagramDropReason.allCases.map { "\"\($0.name)\":\(self[$0])" }.joined(separator: ",")
+        fields.append(("drops", "{" + drops + "}"))
+        fields += [
+            ("truncated", "\(truncated)"), ("buffer_ring_empty", "\(bufferRingEmpty)"),
+            ("receive_arms", "\(receiveArms)"), ("receive_errors", "\(receiveErrors)"),
+            ("late_packets", "\(latePackets)"), ("clamped_packets", "\(clampedPackets)"),
+            ("ticks", "\(ticks)"), ("late_ticks", "\(lateTicks)"), ("missed_ticks", "\(missedTicks)"),
+            ("frames", "\(frames)"), ("split_frames", "\(splitFrames)"), ("write_errors", "\(writeErrors)"),
+            ("last_write_errno", "\(lastWriteErrno)"), ("timer_starts", "\(timerStarts)"),
+            ("timer_stops", "\(timerStops)"), ("timer_running", "\(timerRunning)"),
+            ("commands", "\(commands)"), ("command_errors", "\(commandErrors)"),
+            ("sessions_added", "\(sessionsAdded)"), ("sessions_removed", "\(sessionsRemoved)"),
+            ("live_sessions", "\(liveSessions)"), ("buttons", "\(buttons)"),
+            ("total_dx", "\(totalDX)"), ("total_dy", "\(totalDY)"),
+            ("total_wheel_hires", "\(totalWheelHiRes)"), ("total_hwheel_hires", "\(totalHWheelHiRes)"),
+            ("realtime", "\(realtime)"), ("ring_flags", "\(ringFlags)"),
+            ("recorded_arrivals", "\(recordedArrivals)"), ("unrecorded_arrivals", "\(unrecordedArrivals)"),
+            ("record_errors", "\(recordErrors)"),
+        ]
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
+
     /// One line for logs.
     public var summary: String {
         var s = "datagrams \(datagrams) opened \(opened) dropped \(dropped)"
-        let reasons = DatagramDropReason.allCases.compactMap { r in self[r] > 0 ? "\(r) \(self[r])" : nil }
+        let reasons = DatagramDropReason.allCases.compactMap { r in self[r] > 0 ? "\(r.name) \(self[r])" : nil }
         if !reasons.isEmpty { s += " (" + reasons.joined(separator: ", ") + ")" }
+        s += " | late packets \(latePackets) clamped \(clampedPackets)"
         s += " | ticks \(ticks) late \(lateTicks) missed \(missedTicks) | frames \(frames)"
         s += " | timer \(timerRunning ? "on" : "off") (starts \(timerStarts)) | sessions \(liveSessions)"
         s += " | io_uring flags 0x" + String(ringFlags, radix: 16) + (realtime ? " | SCHED_FIFO" : "")
@@ -343,15 +376,21 @@ public final class ReceiveLoop: @unchecked Sendable {
         try command(Self.cmd(RX_OP_REMOVE_SESSION, id)) == 0
     }
 
-    /// A button change from the control channel, played at its sender time
-    /// like datagrams of the same session. False if the session is unknown.
+    /// What came over the control channel (a button, or internet-fallback
+    /// motion or scroll), played at its sender time through the session's
+    /// playout like its datagrams. False if the session is unknown.
+    @discardableResult
+    public func push(_ id: DatagramSessionID, _ datagram: Datagram) throws(ReceiverError) -> Bool {
+        var c = Self.cmd(RX_OP_PUSH, id)
+        c.pkt = datagram.packet
+        return try command(c) == 0
+    }
+
+    /// A button change from the control channel (see `push`).
     @discardableResult
     public func button(_ id: DatagramSessionID, code: UInt16, down: Bool,
                        senderTimeMicros: UInt64) throws(ReceiverError) -> Bool {
-        var c = Self.cmd(RX_OP_BUTTON, id)
-        c.pkt = playout_pkt(tx_us: senderTimeMicros, a: 0, b: 0, code: code,
-                            kind: UInt8(PLAYOUT_KIND_BUTTON.rawValue), down: down ? 1 : 0)
-        return try command(c) == 0
+        try push(id, Datagram(.button(code: code, down: down), senderTimeMicros: senderTimeMicros))
     }
 
     /// Ends every session (flushing it) and stops the loop thread. Idempotent.
@@ -450,18 +489,27 @@ public final class Receiver: @unchecked Sendable {
             listener: listener, trust: trust, limits: limits,
             onRejected: { e in onEvent("refused a connection: \(e)") },
             onConfirmed: { result throws(SessionError) in
+                let id: DatagramSessionID
                 do {
-                    let id = try DatagramSessionID(bytes: result.keys.sessionID.bytes)
+                    id = try DatagramSessionID(bytes: result.keys.sessionID.bytes)
                     try loop.addSession(id, key: DatagramKey(secret: result.keys.datagramKey))
-                    sessions.live.withLock { $0[id] = result.peer }
                 } catch {
                     throw .io("cannot register the session: \(error)")
+                }
+                // One sender drives one session: a new session from the same
+                // key replaces the old one (bye 4), whose datagrams stop
+                // counting now and whose buttons are released.
+                let replaced = sessions.register(id, peer: result.peer)
+                for (old, ender) in replaced {
+                    _ = try? loop.removeSession(old)
+                    ender?.end(.replaced)
+                    onEvent("session \(old) replaced by \(id)")
                 }
             },
             onAbandoned: { result in
                 guard let id = try? DatagramSessionID(bytes: result.keys.sessionID.bytes) else { return }
                 _ = try? loop.removeSession(id)
-                sessions.live.withLock { _ = $0.removeValue(forKey: id) }
+                sessions.forget(id)
             },
             onSession: { channel in Receiver.serve(channel, loop: loop, sessions: sessions, onEvent: onEvent) })
         let server = self.server
@@ -477,19 +525,22 @@ public final class Receiver: @unchecked Sendable {
     deinit { stop() }
 
     public var stats: ReceiverStats { loop.stats }
-    public var liveSessions: Int { sessions.live.withLock { $0.count } }
+    public var liveSessions: Int { sessions.count }
 
-    /// Stops accepting, ends every session and the loop. Idempotent.
+    /// How long `stop()` waits for sessions to say bye before the loop goes.
+    static let byeWait = 1.0
+
+    /// Stops accepting, ends every session (bye 3, shutting down) and the
+    /// loop. Idempotent.
     public func stop() {
         if !server.listener.isClosed {
             server.stop()
             serverDone.wait()
         }
-        // Wake every session's thread (its read fails, it ends the session);
-        // shutdown, not close: the thread still owns the descriptor.
-        sessions.connections.withLock { conns in
-            for c in conns.values { shutdown(c.fd, Int32(SHUT_RDWR)) }
-        }
+        // Each session's own thread wakes, says bye and removes its session.
+        sessions.endAll(.shuttingDown)
+        let deadline = monotonicSeconds() + Self.byeWait
+        while sessions.serving > 0 && monotonicSeconds() < deadline { usleep(2000) }
         loop.stop()
         // The loop's ring is gone: nothing reads the socket any more.
         udpClosed.withLock { closed in
@@ -502,30 +553,61 @@ public final class Receiver: @unchecked Sendable {
                               sessions: SessionTable,
                               onEvent: @Sendable (String) -> Void) {
         guard let id = try? DatagramSessionID(bytes: channel.keys.sessionID.bytes) else { return }
-        sessions.connections.withLock { $0[id] = channel.connection }
+        // Replaced (or the receiver stopping) between key confirmation and here.
+        guard sessions.attach(id, channel.ender) else {
+            channel.close(saying: sessions.isStopping ? .shuttingDown : .replaced)
+            return
+        }
+        defer { sessions.detach() }
         onEvent("session \(id) from \(channel.peer.fingerprint)\(channel.result.isPairing ? " (newly paired)" : "")")
         var why = "closed"
+        var grace = true
         loop: while true {
             do throws(SessionError) {
-                switch try channel.receive() {
-                case .button(let b):
-                    _ = try? loop.button(id, code: b.button.evdevCode, down: b.isDown,
-                                         senderTimeMicros: b.senderTimeNs / 1000)
-                default:
-                    // Settings and the internet fallback are not played by
-                    // this receiver; pings are answered by the channel.
-                    continue
+                let m = try channel.receive()
+                guard let d = played(m) else {
+                    // Settings belong to the sender (the curve runs where the
+                    // samples are); a receiver that took them would apply
+                    // acceleration twice. Unsupported: the session ends.
+                    channel.close(saying: .protocolError)
+                    why = "unsupported control message \(m); said bye (protocol error)"
+                    break loop
                 }
+                _ = try? loop.push(id, d)
             } catch {
                 why = "\(error)"
+                if case .ended = error { grace = false }
+                if case .timedOut = error { grace = false }
                 break loop
             }
         }
-        usleep(endGrace)
+        // After the sender's own end (bye or close), its last datagrams may
+        // still be in flight behind the faster TCP segment: they count for
+        // `endGrace` more (README, Protocol, "Timeouts and limits").
+        if grace { usleep(endGrace) }
         _ = try? loop.removeSession(id)
-        sessions.live.withLock { _ = $0.removeValue(forKey: id) }
-        sessions.connections.withLock { _ = $0.removeValue(forKey: id) }
+        sessions.forget(id)
         onEvent("session \(id) ended: \(why)")
+    }
+
+    /// The playout packet for what a control message asks to play; nil for
+    /// a message the receiver does not accept. Sender times are ns on the
+    /// wire and us in the playout: converted here, once.
+    static func played(_ m: ControlMessage) -> Datagram? {
+        switch m {
+        case .button(let b):
+            return Datagram(.button(code: b.button.evdevCode, down: b.isDown), senderTimeMicros: b.senderTimeNs / 1000)
+        case .motion(let e):
+            return Datagram(.motion(dx: e.dx, dy: e.dy), senderTimeMicros: e.senderTimeNs / 1000)
+        case .scroll(let e):
+            // dx horizontal (right positive), dy vertical (up positive), Q8 hi-res units.
+            return Datagram(.scroll(vertical: e.dy, horizontal: e.dx), senderTimeMicros: e.senderTimeNs / 1000)
+        case .pong:
+            // Nothing asked for it; harmless (it renewed the idle deadline).
+            return nil
+        case .settings, .ping, .bye:
+            return nil
+        }
     }
 
     /// A UDP socket bound to host:port (IPv4 or IPv6 literal, or a name).
@@ -553,11 +635,57 @@ public final class Receiver: @unchecked Sendable {
     }
 }
 
-/// The sessions the control plane has registered, by datagram session id,
-/// and the connections serving them (to end them at shutdown).
+/// The sessions the control plane has registered, by datagram session id:
+/// whose they are and how to end them from another thread.
 private final class SessionTable: Sendable {
-    let live = Mutex<[DatagramSessionID: PublicKey]>([:])
-    let connections = Mutex<[DatagramSessionID: TCPConnection]>([:])
+    struct Entry {
+        let peer: PublicKey
+        var ender: ChannelEnder?
+    }
+    struct State {
+        var entries: [DatagramSessionID: Entry] = [:]
+        var serving = 0
+        var stopping = false
+    }
+    let state = Mutex(State())
+
+    var count: Int { state.withLock { $0.entries.count } }
+    var serving: Int { state.withLock { $0.serving } }
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Adds a confirmed session; returns the sessions of the same peer it replaces.
+    func register(_ id: DatagramSessionID, peer: PublicKey) -> [(DatagramSessionID, ChannelEnder?)] {
+        state.withLock { st in
+            let old = st.entries.filter { $0.value.peer == peer }.map { ($0.key, $0.value.ender) }
+            for (o, _) in old { st.entries[o] = nil }
+            st.entries[id] = Entry(peer: peer)
+            return old
+        }
+    }
+
+    /// The session's thread starts serving it; false if it was replaced
+    /// (or the receiver is stopping) in the meantime.
+    func attach(_ id: DatagramSessionID, _ ender: ChannelEnder) -> Bool {
+        state.withLock { st in
+            guard !st.stopping, st.entries[id] != nil else { return false }
+            st.entries[id]?.ender = ender
+            st.serving += 1
+            return true
+        }
+    }
+
+    func detach() { state.withLock { $0.serving -= 1 } }
+
+    func forget(_ id: DatagramSessionID) { state.withLock { _ = $0.entries.removeValue(forKey: id) } }
+
+    /// Asks every session's thread to end its session with `reason`.
+    func endAll(_ reason: ByeReason) {
+        let enders = state.withLock { st -> [ChannelEnder] in
+            st.stopping = true
+            return st.entries.values.compactMap(\.ender)
+        }
+        for e in enders { e.end(reason) }
+    }
 }
 
 extension MouseButton {

@@ -108,53 +108,79 @@ public struct SenderStats: Sendable, Equatable {
     public var totalDY: Int64 = 0
     public var buttonsDown: UInt64 = 0
     public var buttonsUp: UInt64 = 0
+    /// Sessions found dead (receiver gone, silent, or said bye) and new
+    /// sessions opened in their place.
+    public var sessionsLost: UInt64 = 0
+    public var reconnects: UInt64 = 0
+    /// Frames that fell in an outage: their motion was dropped, never sent late.
+    public var framesDropped: UInt64 = 0
 }
 
 /// A sender session: control channel plus datagrams. One thread uses it.
 public final class Sender {
-    public let channel: ControlChannel
+    public private(set) var channel: ControlChannel
     private var sealer: DatagramSealer
     private let fd: Int32
+    private let host: String
+    private let port: UInt16
+    /// Opens a new session with the same receiver (no pairing); nil: none.
+    private let reconnector: (() throws -> ControlChannel)?
     private var buffer = [UInt8](repeating: 0, count: Datagram.byteCount)
     private var buttonSequence: UInt32 = 0
     private var lastDatagram: UInt64 = 0
-    private var lastPing: UInt64 = 0
+    private var lastPing: Double = 0
+    /// Buttons the source holds down (pressed again on a new session).
+    private var held: [MouseButton] = []
     public private(set) var stats = SenderStats()
 
     /// Heartbeat period while nothing moves (design note, part 3).
     public static let heartbeatMicros: UInt64 = 100_000
-    /// Control-channel keepalive (the receiver drops silent sessions at 30 s).
-    public static let pingMicros: UInt64 = 10_000_000
+    /// Back-off between reconnection attempts: doubles from the first to the last.
+    public static let reconnectBackoff: (first: Double, last: Double) = (0.25, 4)
 
-    /// Sends datagrams of `channel`'s session to host:port over UDP.
-    public init(channel: ControlChannel, host: String, port: UInt16) throws(SenderError) {
+    /// Sends datagrams of `channel`'s session to host:port over UDP;
+    /// `reconnect` opens a new session when this one dies.
+    public init(channel: ControlChannel, host: String, port: UInt16,
+                reconnect: (() throws -> ControlChannel)? = nil) throws(SenderError) {
         self.channel = channel
-        let keys = channel.keys
-        do {
-            let key = try DatagramKey(secret: keys.datagramKey)
-            let id = try DatagramSessionID(bytes: keys.sessionID.bytes)
-            sealer = DatagramSealer(key: key, session: id)
-        } catch {
-            throw SenderError("bad session keys: \(error)")
-        }
+        self.host = host
+        self.port = port
+        self.reconnector = reconnect
+        sealer = try Self.sealer(for: channel)
         fd = try Self.connectUDP(host: host, port: port)
+        lastPing = monotonicSeconds()
     }
 
     deinit { Glibc.close(fd) }
 
-    /// Connects to a paired receiver.
-    public static func connect(host: String, port: UInt16, identity: Identity,
-                               receiver: PublicKey) throws -> Sender {
-        let ch = try RemoloSender.connect(host: host, port: port, identity: identity, receiver: receiver)
-        do { return try Sender(channel: ch, host: host, port: port) } catch { ch.close(); throw error }
+    private static func sealer(for channel: ControlChannel) throws(SenderError) -> DatagramSealer {
+        do {
+            let key = try DatagramKey(secret: channel.keys.datagramKey)
+            let id = try DatagramSessionID(bytes: channel.keys.sessionID.bytes)
+            return DatagramSealer(key: key, session: id)
+        } catch {
+            throw SenderError("bad session keys: \(error)")
+        }
     }
 
-    /// Pairs with the code the receiver showed, then sends over that session.
+    /// Connects to a paired receiver.
+    public static func connect(host: String, port: UInt16, identity: Identity,
+                               receiver: PublicKey, limits: SessionLimits = SessionLimits()) throws -> Sender {
+        let open = { try RemoloSender.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
+        let ch = try open()
+        do { return try Sender(channel: ch, host: host, port: port, reconnect: open) } catch { ch.close(); throw error }
+    }
+
+    /// Pairs with the code the receiver showed, then sends over that session
+    /// (and reconnects as a paired sender).
     public static func pair(host: String, port: UInt16, identity: Identity, code: PairingSecret,
-                            directory: ConfigDirectory?, label: String) throws -> Sender {
+                            directory: ConfigDirectory?, label: String,
+                            limits: SessionLimits = SessionLimits()) throws -> Sender {
         let ch = try RemoloSender.pair(host: host, port: port, identity: identity, secret: code,
-                                       directory: directory, label: label)
-        do { return try Sender(channel: ch, host: host, port: port) } catch { ch.close(); throw error }
+                                       directory: directory, label: label, limits: limits)
+        let receiver = ch.peer
+        let open = { try RemoloSender.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
+        do { return try Sender(channel: ch, host: host, port: port, reconnect: open) } catch { ch.close(); throw error }
     }
 
     /// Seals and sends one datagram stamped `at` (sender clock, us).
@@ -187,32 +213,96 @@ public final class Sender {
         if down { stats.buttonsDown += 1 } else { stats.buttonsUp += 1 }
     }
 
+    /// Keeps the session alive and checks that it is: answers the
+    /// receiver's frames, pings every keepalive interval, and throws when
+    /// the receiver said bye, closed, or sent nothing (not even a pong)
+    /// for the ping interval plus the answer margin.
+    public func keepAlive() throws(SessionError) {
+        _ = try channel.receiveAvailable()
+        let now = monotonicSeconds()
+        let l = channel.limits
+        if now - channel.lastHeard > l.keepaliveInterval + l.answerMargin {
+            channel.close()
+            throw .peerSilent(now - channel.lastHeard)
+        }
+        if now - lastPing >= l.keepaliveInterval {
+            try channel.send(.ping(UInt64(now * 1e6)))
+            lastPing = now
+        }
+    }
+
+    /// Opens a new session in place of a dead one and presses again the
+    /// buttons the source still holds (the receiver released them when the
+    /// old session ended).
+    private func reopen(at micros: UInt64) throws {
+        guard let reconnector else { throw SenderError("no way to reconnect") }
+        let ch = try reconnector()
+        let newSealer: DatagramSealer
+        do { newSealer = try Self.sealer(for: ch) } catch { ch.close(); throw error }
+        channel = ch
+        sealer = newSealer
+        lastPing = monotonicSeconds()
+        stats.reconnects += 1
+        for b in held { try button(b, down: true, at: micros) }
+    }
+
     /// Plays `source` for `seconds` at `rate` frames per second (at most 120):
     /// one motion datagram per moving frame, stamped with the frame's time;
-    /// a heartbeat every 100 ms while nothing moves; a ping every 10 s.
-    public func run(_ source: inout some MotionSource, seconds: Double, rate: Double = 120) throws {
+    /// a heartbeat every 100 ms while nothing moves; a ping every keepalive
+    /// interval. A dead session throws, unless `reconnect`: then the sender
+    /// says so (`onEvent`), drops the frames of the outage and opens a new
+    /// session with back-off until it works or the time is up.
+    public func run(_ source: inout some MotionSource, seconds: Double, rate: Double = 120,
+                    reconnect: Bool = false, onEvent: (String) -> Void = { _ in }) throws {
         let hz = min(max(rate, 1), 120)
         let count = max(1, Int((seconds * hz).rounded()))
         let period = 1 / hz
         let start = senderClockMicros()
-        lastPing = start
+        var down = false
+        var backoff = Self.reconnectBackoff.first
+        var nextAttempt = 0.0
         for i in 0..<count {
             let due = start + UInt64(Double(i + 1) * period * 1_000_000)
             Self.sleep(until: due)
-            let now = senderClockMicros()
             let f = source.frame(index: i, of: count, seconds: Double(i + 1) * period)
-            for b in f.buttons where b.down { try button(b.button, down: true, at: now) }
-            if f.dx != 0 || f.dy != 0 {
-                try send(.motion(dx: f.dx, dy: f.dy), at: now)
-            } else if now - lastDatagram >= Self.heartbeatMicros {
-                try send(.heartbeat, at: now)
+            for b in f.buttons {
+                if b.down { held.append(b.button) } else { held.removeAll { $0 == b.button } }
             }
-            for b in f.buttons where !b.down { try button(b.button, down: false, at: now) }
-            if now - lastPing >= Self.pingMicros {
-                try channel.send(.ping(now))
-                lastPing = now
+            if down {
+                let t = monotonicSeconds()
+                if t >= nextAttempt {
+                    do {
+                        try reopen(at: senderClockMicros())
+                        down = false
+                        backoff = Self.reconnectBackoff.first
+                        onEvent("reconnected to \(host):\(port) (\(stats.framesDropped) frames dropped so far)")
+                    } catch {
+                        nextAttempt = monotonicSeconds() + backoff
+                        backoff = min(backoff * 2, Self.reconnectBackoff.last)
+                    }
+                }
+                if down { stats.framesDropped += 1; continue }
+            }
+            let now = senderClockMicros()
+            do {
+                for b in f.buttons where b.down { try button(b.button, down: true, at: now) }
+                if f.dx != 0 || f.dy != 0 {
+                    try send(.motion(dx: f.dx, dy: f.dy), at: now)
+                } else if now - lastDatagram >= Self.heartbeatMicros {
+                    try send(.heartbeat, at: now)
+                }
+                for b in f.buttons where !b.down { try button(b.button, down: false, at: now) }
+                try keepAlive()
+            } catch let e as SessionError {
+                stats.sessionsLost += 1
+                channel.close()
+                guard reconnect, reconnector != nil else { throw e }
+                onEvent("session lost: \(e); reconnecting")
+                down = true
+                nextAttempt = 0
             }
         }
+        if down { throw SenderError("the session to \(host):\(port) was lost and not restored by the end of the run") }
     }
 
     /// Says bye and closes the session.

@@ -8,10 +8,12 @@ usage: remolo pair [--listen ADDR:PORT] [--timeout SECONDS]
 
 Issues a one-time pairing code, prints it, and waits for one sender to pair
 with it (on the sender: remolo send --to THIS-HOST:PORT --pair CODE ...).
-The sender's key is then kept in authorized-senders.
+The sender's key is then kept in authorized-senders. Ends at once when the
+code is used, burned by a wrong guess, or expires (a code lives 5 minutes).
 
   --listen    address and TCP port to listen on (default 0.0.0.0:7420)
-  --timeout   give up after this many seconds (default 300, the code's lifetime)
+  --timeout   stop waiting after this many seconds (default and at most
+              300: the code's lifetime; a longer wait ends with the code)
 
 Pairing also works on a running receiver: remolo receive --pair.
 """
@@ -37,29 +39,30 @@ Pairing also works on a running receiver: remolo receive --pair.
     let trust: ReceiverTrust
     let listener: TCPListener
     do {
-        trust = try ReceiverTrust(identity: identity, directory: dir,
-                                  pairing: PairingAuthority(lifetime: timeout))
+        trust = try ReceiverTrust(identity: identity, directory: dir)
         listener = try TCPListener(host: host, port: port)
     } catch {
         fail("\(error)")
     }
-    let paired = DispatchSemaphore(value: 0)
-    let server = ReceiverServer(
-        listener: listener, trust: trust,
-        onRejected: { e in FileHandle.standardError.write(Data("remolo: refused a connection: \(e)\n".utf8)) },
-        onSession: { channel in
-            if channel.result.isPairing {
-                say("paired with sender \(channel.peer.fingerprint)")
-                paired.signal()
-            }
-            channel.close(saying: .normal)
-        })
-    let code = trust.pairing.issue()
-    say("receiver fingerprint: \(identity.fingerprint)")
-    say("pairing code: \(code.display)")
-    say("on the sender: remolo send --to <this host>:\(listener.port) --pair \(code.display) --seconds 0")
-    Thread { server.run() }.start()
-    let ok = paired.wait(timeout: .now() + timeout) == .success
-    server.stop()
-    if !ok { fail("no sender paired within \(Int(timeout)) s; run `remolo pair` again for a new code", code: 1) }
+    let outcome: PairingOutcome
+    do {
+        outcome = try ReceiverServer.pairOnce(
+            listener: listener, trust: trust, wait: timeout,
+            show: { code in
+                say("receiver fingerprint: \(identity.fingerprint)")
+                say("pairing code: \(code.display) (valid 5 minutes, for one sender)")
+                say("on the sender: remolo send --to <this host>:\(listener.port) --pair \(code.display) --seconds 0")
+            },
+            onRejected: { e in FileHandle.standardError.write(Data("remolo: refused a connection: \(e)\n".utf8)) })
+    } catch {
+        fail("\(error)", code: 1)
+    }
+    switch outcome {
+    case .paired(let k): say("paired with sender \(k.fingerprint)")
+    case .burned(let lock):
+        fail("a wrong code was tried, so this code is burned; pairing is locked out for \(max(1, Int(lock.rounded(.up)))) s. "
+             + "Run `remolo pair` again after that and type the code carefully.", code: 1)
+    case .expired: fail("the code expired (5 minutes); run `remolo pair` again for a new code", code: 1)
+    case .gaveUp: fail("no sender paired within \(Int(timeout)) s; run `remolo pair` again for a new code", code: 1)
+    }
 }

@@ -7,15 +7,21 @@ import Remolo
 let defaultPort: UInt16 = 7420
 
 let receiveUsage = """
-usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--pair] [--rt PRIORITY]
-                      [--name NAME] [--seconds N] [--record-arrivals FILE]
+usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--rt PRIORITY]
+                      [--name NAME] [--sink FILE] [--seconds N] [--record-arrivals FILE]
 
   --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
               datagrams) (default 0.0.0.0:\(defaultPort))
   --stats     print the loop's counters every SECONDS
+  --stats-json  print them as one JSON object per line (drop reasons as in
+              the README: short, long, unknown_session, replay, bad_tag,
+              bad_kind, bad_field)
   --pair      also issue a pairing code now and print it
   --rt        run the drain loop SCHED_FIFO at PRIORITY (1-99; needs CAP_SYS_NICE)
   --name      the pointer device's name (default "\(PointerDevice.defaultName)")
+  --sink FILE write the pointer's evdev frames (struct input_event, one
+              write per 480 Hz tick) to FILE instead of a uinput device:
+              a recording sink for machines without /dev/uinput
   --seconds   stop after N seconds (default: until SIGINT/SIGTERM)
   --record-arrivals FILE
               record every datagram's send and arrival time in the lab's
@@ -52,11 +58,13 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
 @Sendable func receiveCommand(_ args: [String]) {
     var listen = "0.0.0.0:\(defaultPort)"
     var statsEvery: Double?
+    var statsJSON = false
     var pair = false
     var rt: Int32 = 0
     var name = PointerDevice.defaultName
     var seconds: Double?
     var recordPath: String?
+    var sinkPath: String?
     var i = 0
     while i < args.count {
         switch args[i] {
@@ -66,6 +74,7 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
             i += 1
             guard let v = Double(optionValue(args, i, "--stats")), v > 0 else { fail("--stats takes seconds > 0") }
             statsEvery = v
+        case "--stats-json": statsJSON = true
         case "--pair": pair = true
         case "--rt":
             i += 1
@@ -77,10 +86,12 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
             guard let v = Double(optionValue(args, i, "--seconds")), v > 0 else { fail("--seconds takes N > 0") }
             seconds = v
         case "--record-arrivals": i += 1; recordPath = optionValue(args, i, "--record-arrivals")
+        case "--sink": i += 1; sinkPath = optionValue(args, i, "--sink")
         default: fail("unknown option \(args[i])\n\(receiveUsage)")
         }
         i += 1
     }
+    if statsJSON && statsEvery == nil { statsEvery = 1 }
     let (host, port) = parseHostPort(listen, what: "--listen")
     let (dir, identity) = loadIdentity()
 
@@ -98,6 +109,12 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
         do { recorder = try ArrivalRecorder(path: path) } catch { fail("--record-arrivals: \(error)", code: 1) }
     }
 
+    var output = ReceiverOutput.uinput(name: name)
+    if let path = sinkPath {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { fail("--sink \(path): \(String(cString: strerror(errno))); pick a writable path", code: 1) }
+        output = .fileDescriptor(fd)
+    }
     let rx: Receiver
     do {
         let trust = try ReceiverTrust(identity: identity, directory: dir)
@@ -105,7 +122,7 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
             FileHandle.standardError.write(Data(("remolo: no sender is paired yet: run `remolo pair` "
                 + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender\n").utf8))
         }
-        rx = try Receiver(host: host, port: port, trust: trust, output: .uinput(name: name),
+        rx = try Receiver(host: host, port: port, trust: trust, output: output,
                           realtimePriority: rt, recordArrivals: recorder, onEvent: { say($0) })
     } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
         // After modprobe, a user other than root also needs access to it.
@@ -115,12 +132,16 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
         fail("\(error)", code: 1)
     }
     say("receiver \(identity.fingerprint) listening on \(host):\(rx.port) (tcp+udp), "
-          + "pointer \(rx.loop.devnode ?? "?")")
+          + (sinkPath.map { "frames to \($0)" } ?? "pointer \(rx.loop.devnode ?? "?")"))
     if rt > 0 && !rx.stats.realtime {
         say("note: SCHED_FIFO not granted (needs CAP_SYS_NICE); running with the default policy")
     }
     if pair {
-        say("pairing code: \(rx.trust.pairing.issue().display)")
+        do {
+            say("pairing code: \(try rx.trust.pairing.issue().display) (valid 5 minutes, for one sender)")
+        } catch {
+            say("no pairing code: \(error)")
+        }
     }
     let start = Date()
     var lastStats = Date()
@@ -132,12 +153,12 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
         let sig = sigtimedwait(&sigs, nil, &ts)
         if sig == SIGINT || sig == SIGTERM { break }
         if let s = statsEvery, Date().timeIntervalSince(lastStats) >= s {
-            say("stats: \(rx.stats.summary)")
+            say(statsJSON ? rx.stats.json : "stats: \(rx.stats.summary)")
             lastStats = Date()
         }
         if let s = seconds, Date().timeIntervalSince(start) >= s { break }
     }
     rx.stop()
-    say("final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
+    say(statsJSON ? rx.stats.json : "final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
     if let r = recorder { say(r.summary) }
 }

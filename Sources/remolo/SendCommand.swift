@@ -5,7 +5,7 @@ import Remolo
 
 let sendUsage = """
 usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
-                   [--seconds N] [--size PIXELS] [--rate HZ]
+                   [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect]
 
   --to        the receiver (remolo receive --listen ...)
   --pair      pair first with the code the receiver printed; then send
@@ -14,6 +14,13 @@ usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
   --seconds   how long (default 3; 0 with --pair: pair only)
   --size      circle radius / swipe length in pixels (default 200)
   --rate      frames per second, at most 120 (default 120)
+  --reconnect when the session dies (receiver restarted, network gone),
+              open a new one with back-off and carry on; motion of the
+              outage is dropped. Without it a dead session ends the run
+              with exit status 1.
+
+The sender pings every 10 s; a receiver that answers nothing for 15 s, closes
+the connection or says bye ends the session, and the sender says why.
 """
 
 @Sendable func sendCommand(_ args: [String]) {
@@ -23,6 +30,7 @@ usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
     var seconds = 3.0
     var size = 200.0
     var rate = 120.0
+    var reconnect = false
     var i = 0
     while i < args.count {
         switch args[i] {
@@ -52,6 +60,7 @@ usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
             i += 1
             guard let v = Double(optionValue(args, i, "--rate")), v >= 1, v <= 120 else { fail("--rate takes 1-120") }
             rate = v
+        case "--reconnect": reconnect = true
         default: fail("unknown option \(args[i])\n\(sendUsage)")
         }
         i += 1
@@ -82,14 +91,21 @@ usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
         fail("\(error)", code: 1)
     }
     var gesture = SyntheticGesture(shape, size: size)
+    var failure: String?
     do {
-        if seconds > 0 { try tx.run(&gesture, seconds: seconds, rate: rate) }
+        if seconds > 0 {
+            try tx.run(&gesture, seconds: seconds, rate: rate, reconnect: reconnect, onEvent: { say("remolo: \($0)") })
+        }
+        tx.close()
+    } catch let e as SessionError {
+        failure = "session lost: \(e)"
     } catch {
         tx.close(.protocolError)
-        fail("sending: \(error)", code: 1)
+        failure = "sending: \(error)"
     }
-    tx.close()
     let s = tx.stats
     say("sent: motion \(s.motionDatagrams) heartbeats \(s.heartbeats) buttons \(s.buttonsDown) down \(s.buttonsUp) up"
-          + " dx_q8 \(s.totalDX) dy_q8 \(s.totalDY) errors \(s.sendErrors)")
+          + " dx_q8 \(s.totalDX) dy_q8 \(s.totalDY) errors \(s.sendErrors + s.sessionsLost)"
+          + " sessions_lost \(s.sessionsLost) reconnects \(s.reconnects) frames_dropped \(s.framesDropped)")
+    if let failure { fail(failure, code: 1) }
 }

@@ -72,7 +72,7 @@ extension RxSuite {
             let sink = try FrameSink()
             let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let code = p.trust.pairing.issue()
+            let code = try p.trust.pairing.issue()
             let tx = try Sender.pair(host: "127.0.0.1", port: rx.port, identity: p.senderID, code: code,
                                      directory: nil, label: "test")
             #expect(p.trust.isAuthorized(p.senderID.publicKey))

@@ -138,7 +138,7 @@ struct HandshakeTests {
     @Test("6: pairing with the right secret authorizes the sender, and the secret is single-use")
     func pairingSucceeds() throws {
         let p = try Pair(paired: false)
-        let secret = p.trust.pairing.issue()
+        let secret = try p.trust.pairing.issue()
         // Typed by a person: lower case, no hyphens.
         let typed = try #require(PairingSecret(typed: secret.display.lowercased().replacingOccurrences(of: "-", with: "")))
         let r = runHandshake(p.pairing(typed), p.responder())
@@ -158,7 +158,7 @@ struct HandshakeTests {
     @Test("7: a wrong secret fails, burns the secret and locks pairing out for a while")
     func wrongSecret() throws {
         let p = try Pair(paired: false)
-        let right = p.trust.pairing.issue()
+        let right = try p.trust.pairing.issue()
         var wrongRaw = Array(right.bytes.buffer)
         wrongRaw[0] ^= 1
         let r = runHandshake(p.pairing(PairingSecret(raw: wrongRaw)), p.responder())
@@ -168,11 +168,11 @@ struct HandshakeTests {
         #expect(!p.trust.isAuthorized(p.sender.publicKey))
         // Burned: even the right secret no longer works.
         #expect(runHandshake(p.pairing(right), p.responder()).error == .refused(.pairingUnavailable))
-        // Locked out: a fresh secret is refused until the lockout ends.
-        let fresh = p.trust.pairing.issue()
+        // Locked out: no fresh secret is issued until the lockout ends.
         #expect(p.trust.pairing.lockoutRemaining > 0)
-        #expect(runHandshake(p.pairing(fresh), p.responder()).error == .refused(.pairingUnavailable))
+        #expect(throws: PairingError.lockedOut(remaining: PairingAuthority.baseLockout)) { try p.trust.pairing.issue() }
         p.clock.advance(PairingAuthority.baseLockout + 0.1)
+        let fresh = try p.trust.pairing.issue()
         #expect(runHandshake(p.pairing(fresh), p.responder()).error == nil)
         #expect(p.trust.isAuthorized(p.sender.publicKey))
     }
@@ -180,7 +180,7 @@ struct HandshakeTests {
     @Test("8: an expired secret fails")
     func expiredSecret() throws {
         let p = try Pair(paired: false)
-        let secret = p.trust.pairing.issue()
+        let secret = try p.trust.pairing.issue()
         p.clock.advance(PairingAuthority.defaultLifetime + 1)
         #expect(!p.trust.pairing.hasLiveSecret)
         #expect(runHandshake(p.pairing(secret), p.responder()).error == .refused(.pairingUnavailable))
@@ -190,7 +190,7 @@ struct HandshakeTests {
     @Test("9: one pairing handshake at a time; an abandoned one does not burn the secret")
     func pairingReservation() throws {
         let p = try Pair(paired: false)
-        let secret = p.trust.pairing.issue()
+        let secret = try p.trust.pairing.issue()
         var first: ReceiverHandshake? = p.responder()
         _ = try first!.receive(p.pairing(secret).start())
         #expect(runHandshake(p.pairing(secret), p.responder()).error == .refused(.pairingUnavailable))

@@ -29,7 +29,7 @@ struct PairingGenerationTests {
     @Test("1: cancel() stops a handshake that already reserved the code")
     func cancelStopsInFlight() throws {
         let p = try Pair(paired: false)
-        let code = p.trust.pairing.issue()
+        let code = try p.trust.pairing.issue()
         let a = try Self.reserve(p, code)
         p.trust.pairing.cancel()
         #expect(throws: HandshakeError.refused(.pairingUnavailable)) { try a.receiver.receive(a.message3) }
@@ -40,9 +40,9 @@ struct PairingGenerationTests {
     @Test("2: a new code stops the old code's handshake and survives it")
     func reissueStopsInFlight() throws {
         let p = try Pair(paired: false)
-        let old = p.trust.pairing.issue()
+        let old = try p.trust.pairing.issue()
         let a = try Self.reserve(p, old)
-        let new = p.trust.pairing.issue()
+        let new = try p.trust.pairing.issue()
         #expect(throws: HandshakeError.refused(.pairingUnavailable)) { try a.receiver.receive(a.message3) }
         #expect(!p.trust.isAuthorized(p.sender.publicKey))
         // The stale success used up nothing: the new code still pairs.
@@ -54,9 +54,9 @@ struct PairingGenerationTests {
     @Test("3: a stale handshake going away does not free the current code's reservation")
     func staleReleaseKeepsReservation() throws {
         let p = try Pair(paired: false)
-        let old = p.trust.pairing.issue()
+        let old = try p.trust.pairing.issue()
         var a: InFlight? = try Self.reserve(p, old)
-        let new = p.trust.pairing.issue()
+        let new = try p.trust.pairing.issue()
         let b = try Self.reserve(p, new)
         a = nil // the old handshake's peer vanished: its deinit releases
         _ = a
@@ -70,9 +70,9 @@ struct PairingGenerationTests {
     @Test("4: a stale wrong guess burns nothing and locks nothing out")
     func staleFailureBurnsNothing() throws {
         let p = try Pair(paired: false)
-        let old = p.trust.pairing.issue()
+        let old = try p.trust.pairing.issue()
         let a = try Self.reserve(p, Self.wrongCode(old))
-        let new = p.trust.pairing.issue()
+        let new = try p.trust.pairing.issue()
         #expect(throws: HandshakeError.refused(.pairingSecretWrong)) { try a.receiver.receive(a.message3) }
         #expect(p.trust.pairing.lockoutRemaining == 0)
         #expect(p.trust.pairing.hasLiveSecret)
@@ -82,7 +82,7 @@ struct PairingGenerationTests {
     @Test("5: the current handshake's wrong guess still burns and locks out")
     func currentFailureBurns() throws {
         let p = try Pair(paired: false)
-        let code = p.trust.pairing.issue()
+        let code = try p.trust.pairing.issue()
         let a = try Self.reserve(p, Self.wrongCode(code))
         #expect(throws: HandshakeError.refused(.pairingSecretWrong)) { try a.receiver.receive(a.message3) }
         #expect(p.trust.pairing.lockoutRemaining > 0)

@@ -3,6 +3,7 @@ import Foundation
 @testable import Remolo
 import Synchronization
 import Testing
+import RemoloTestSupport
 
 /// What the sender thread reports back.
 private final class SendOutcome: Sendable {
@@ -117,7 +118,7 @@ extension VMSuite {
                 #expect(keys.isEmpty)
             }
             // The timer stops once everything has played.
-            #expect(eventuallyTrue(2) { !rx.stats.timerRunning })
+            #expect(eventually(2) { !rx.stats.timerRunning })
         }
 
         /// A sender that vanishes mid-drag: the session ends and the kernel
@@ -141,50 +142,6 @@ extension VMSuite {
             #expect(events.filter { $0.type == UInt16(EV_KEY) } == [.key(BTN_RIGHT, true), .key(BTN_RIGHT, false)])
             #expect(events.filter { $0.type == UInt16(EV_REL) }.reduce(0) { $0 + $1.value } == 9)
         }
-    }
-}
-
-/// A `remolo` subprocess, its output going to a file read as it grows (a
-/// file, not a pipe: no reader thread, no waiting for EOF).
-private final class CLIProcess: @unchecked Sendable {
-    // @unchecked Sendable: `process` is only started, signalled and waited
-    // for; the log file is only read.
-    let process = Process()
-    let logPath: String
-
-    init(_ args: [String], configDir: String, log: String) throws {
-        let debug = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let bin = debug.appendingPathComponent("remolo").path
-        try #require(FileManager.default.isExecutableFile(atPath: bin), "no remolo binary at \(bin)")
-        logPath = log
-        try #require(FileManager.default.createFile(atPath: log, contents: nil))
-        let out = try #require(FileHandle(forWritingAtPath: log))
-        process.executableURL = URL(fileURLWithPath: bin)
-        process.arguments = args
-        var env = ProcessInfo.processInfo.environment
-        env["REMOLO_CONFIG_DIR"] = configDir
-        process.environment = env
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        try out.close()
-    }
-
-    var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-
-    /// The first line starting with `prefix`, once it has been printed.
-    func line(_ prefix: String, timeout: Double = 20) -> String? {
-        var found: String?
-        _ = eventuallyTrue(timeout) {
-            found = output.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init)
-            return found != nil
-        }
-        return found
-    }
-
-    func wait() -> Int32 {
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }
 
@@ -241,11 +198,37 @@ extension VMSuite.EndToEnd {
     }
 }
 
-private func eventuallyTrue(_ seconds: Double, _ cond: () -> Bool) -> Bool {
-    let deadline = monotonicNs() + UInt64(seconds * 1e9)
-    while monotonicNs() < deadline {
-        if cond() { return true }
-        usleep(5000)
+extension VMSuite.EndToEnd {
+    /// Past every session timeout with the real defaults: a 75 s drag whose
+    /// control channel carries only the press, pings and the release. The
+    /// pointer's totals must match the whole run, not its first 30 s.
+    @Test func cliSessionOutlivesIdleTimeout() throws {
+        let c = try PairedConfigs(label: "long")
+        defer { c.remove() }
+        let port = try freePort()
+        let rx = try CLIProcess(["receive", "--listen", "127.0.0.1:\(port)", "--seconds", "200"],
+                                configDir: c.receiver, log: c.log("rx"))
+        defer { if rx.process.isRunning { rx.process.terminate() }; _ = rx.wait() }
+        let listening = try #require(rx.line("receiver "), "receive did not start: \(rx.output)")
+        let node = try #require(listening.split(separator: " ").last.map(String.init))
+        let reader = try EvdevReader(node)
+        let seconds = 75
+        let tx = try CLIProcess(["send", "--to", "127.0.0.1:\(port)", "--gesture", "swipe", "--size", "3000",
+                                 "--seconds", "\(seconds)"], configDir: c.sender, log: c.log("tx"))
+        let done = Mutex(false)
+        Thread { tx.process.waitUntilExit(); done.withLock { $0 = true } }.start()
+        let events = readUntil(reader, timeoutMs: Int32(seconds + 60) * 1000) {
+            done.withLock { $0 } && rx.output.contains("ended")
+        }
+        #expect(tx.wait() == 0, "send: \(tx.output)")
+        let sent = try #require(tx.line("sent: "), "\(tx.output)")
+        #expect(CLIProcess.field("sessions_lost", in: sent) == 0, "\(sent)")
+        let q8x = try #require(CLIProcess.field("dx_q8", in: sent))
+        let dx = events.filter { $0 == Ev.rel(REL_X, $0.value) }.reduce(Int64(0)) { $0 + Int64($1.value) }
+        // A session dropped at 30 s would stop near 960 px (the ease-in-out's 40%).
+        #expect(abs(dx * 256 - q8x) <= 128, "moved \(dx) px of \(q8x) Q8: \(sent)")
+        #expect(dx >= 2999, "the drag is 3000 px long")
+        #expect(events.filter { $0.type == UInt16(EV_KEY) } == [.key(BTN_LEFT, true), .key(BTN_LEFT, false)])
+        #expect(!rx.output.contains("timed out"), "\(rx.output)")
     }
-    return cond()
 }

@@ -110,7 +110,8 @@ _Static_assert(REMOLO_SESSIONS_MAX <= 256, "record: a slot fits in a byte");
 enum rx_op {
 	RX_OP_ADD_SESSION = 1,          /* id, key */
 	RX_OP_REMOVE_SESSION = 2,       /* id: flush, release buttons, forget */
-	RX_OP_BUTTON = 3,               /* id, pkt (PLAYOUT_KIND_BUTTON, tx_us) */
+	RX_OP_PUSH = 3,                 /* id, pkt from the control channel: a
+					 * button, or fallback motion/scroll */
 	RX_OP_STOP = 4,                 /* end rx_loop_run */
 };
 
@@ -146,6 +147,8 @@ struct rx_stats {
 	uint64_t pushed_merged;
 	uint64_t pushed_forced;
 	uint64_t pushed_rejected;
+	uint64_t clamped;               /* packets over the single-packet bound
+					 * (REMOLO_MAX_MOTION_Q8, REMOLO_MAX_SCROLL_Q8) */
 	uint64_t ticks;                 /* timer completions handled */
 	uint64_t missed_ticks;          /* expirations beyond one per read */
 	uint64_t late_ticks;            /* reads that found more than one */

@@ -241,8 +241,10 @@ public final class ReceiverHandshake {
             noise = n
             pendingSessionID = sid
             return HandshakeWireMessage(type: .pairResponse, noiseMessage: reply)
-        } catch let e as NoiseError {
-            throw .crypto(e)
+        } catch is NoiseError {
+            // Only the ephemeral key protects message 1's tag (the PSK enters
+            // at message 3): a failure is garbage, not a wrong code.
+            throw refuse(.malformed)
         } catch let e as HandshakeError {
             throw e
         } catch {

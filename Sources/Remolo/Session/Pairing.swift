@@ -70,6 +70,37 @@ public struct PairingSecret: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// Why no pairing code can be issued now.
+public enum PairingError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A wrong code was tried recently; pairing is locked out for `remaining` seconds.
+    case lockedOut(remaining: Double)
+    /// The lockout could not be recorded or read.
+    case config(ConfigError)
+
+    public var description: String {
+        switch self {
+        case .lockedOut(let r):
+            let s = max(1, Int(r.rounded(.up)))
+            return "pairing is locked out for another \(s) s after a wrong code; issue a new code after that"
+        case .config(let c): return c.description
+        }
+    }
+}
+
+/// What became of the last code issued (for a command waiting on it).
+public enum PairingCodeState: Equatable, Sendable {
+    /// No code was issued, or it was withdrawn.
+    case none
+    /// Live for `remaining` more seconds (perhaps held by a handshake).
+    case live(remaining: Double)
+    /// A sender proved it: pairing succeeded.
+    case used
+    /// A wrong code was tried: the code is gone and pairing is locked out.
+    case burned
+    /// Its 5 minutes ran out.
+    case expired
+}
+
 /// The receiver's pairing state: at most one live secret, single use,
 /// expiring, burned by a wrong attempt, with a growing lockout after
 /// failures so that even fresh secrets cannot be hammered.
@@ -78,7 +109,13 @@ public struct PairingSecret: Sendable, Equatable, CustomStringConvertible {
 /// generation it took. A handshake that reserved a secret since replaced or
 /// withdrawn can neither complete a pairing, nor burn, release or use up
 /// the current one: it can only fail.
+///
+/// With a lockout file (`ReceiverTrust` with a config directory), failures
+/// and the lockout live on disk too: every process issuing codes from the
+/// same directory honours a lockout another one started, and failures keep
+/// doubling it across processes.
 public final class PairingAuthority: Sendable {
+    /// A code's lifetime (README, Protocol, "Pairing code"); no option makes it longer.
     public static let defaultLifetime: Double = 300
     /// Lockout after the n-th consecutive failure: min(maxLockout, base * 2^(n-1)).
     public static let baseLockout: Double = 2
@@ -90,6 +127,8 @@ public final class PairingAuthority: Sendable {
         let generation: UInt64
     }
 
+    enum Outcome { case used, burned, expired }
+
     struct State {
         var secret: PairingSecret?
         var expires: Double = 0
@@ -97,8 +136,9 @@ public final class PairingAuthority: Sendable {
         var generation: UInt64 = 0
         /// The generation a handshake holds, if any (at most one at a time).
         var reservedBy: UInt64?
-        var failures = 0
-        var lockedUntil: Double = 0
+        var lockout = PairingLockout()
+        /// What ended the last issued secret, if it ended by use or a wrong guess.
+        var outcome: Outcome?
 
         /// Whether `g` is the live secret's generation.
         func isCurrent(_ g: UInt64) -> Bool { secret != nil && generation == g }
@@ -106,25 +146,57 @@ public final class PairingAuthority: Sendable {
 
     let clock: SessionClock
     let lifetime: Double
+    let lockoutFile: PairingLockoutFile?
     let state = Mutex(State())
 
-    public init(clock: @escaping SessionClock = SessionClocks.monotonic, lifetime: Double = defaultLifetime) {
+    /// - Parameters:
+    ///   - lifetime: at most `defaultLifetime` (shorter only for tests).
+    ///   - lockoutFile: where failures are shared with other processes;
+    ///     nil keeps them in this process's memory.
+    init(clock: @escaping SessionClock = SessionClocks.monotonic, lifetime: Double = defaultLifetime,
+         lockoutFile: PairingLockoutFile?) {
         self.clock = clock
-        self.lifetime = lifetime
+        self.lifetime = min(lifetime, Self.defaultLifetime)
+        self.lockoutFile = lockoutFile
+    }
+
+    /// An authority that shares its lockout with every process using `directory`.
+    public convenience init(clock: @escaping SessionClock = SessionClocks.monotonic, directory: ConfigDirectory?) {
+        self.init(clock: clock, lockoutFile: directory.map { PairingLockoutFile(path: $0.file(PairingLockoutFile.name)) })
+    }
+
+    /// An authority whose lockout lives in memory only (tests, embedding).
+    public convenience init(clock: @escaping SessionClock = SessionClocks.monotonic) {
+        self.init(clock: clock, lockoutFile: nil)
+    }
+
+    /// The lockout in force: this process's, or a newer one from the file.
+    /// Never more than `maxLockout` ahead, so a clock that went backwards
+    /// (or a file from before a reboot) cannot lock pairing out for longer.
+    private func lockoutRemaining(_ st: inout State, now: Double) -> Double {
+        if let f = lockoutFile?.read(), f.lockedUntil > st.lockout.lockedUntil || f.failures > st.lockout.failures {
+            st.lockout.lockedUntil = max(st.lockout.lockedUntil, f.lockedUntil)
+            st.lockout.failures = max(st.lockout.failures, f.failures)
+        }
+        return min(Self.maxLockout, max(0, st.lockout.lockedUntil - now))
     }
 
     /// Creates a new secret (replacing any previous one) to show to the user.
     /// A handshake still holding the previous one can no longer pair with it.
-    public func issue() -> PairingSecret {
-        let s = PairingSecret.random()
+    /// Refused while a lockout is in force.
+    public func issue() throws(PairingError) -> PairingSecret {
         let now = clock()
-        state.withLock {
-            $0.secret = s
-            $0.expires = now + lifetime
-            $0.generation &+= 1
-            $0.reservedBy = nil
+        return try state.withLock { st throws(PairingError) -> PairingSecret in
+            let left = lockoutRemaining(&st, now: now)
+            guard left <= 0 else { throw .lockedOut(remaining: left) }
+            let s = PairingSecret.random()
+            st.secret = s
+            st.expires = now + lifetime
+            st.generation &+= 1
+            st.reservedBy = nil
+            st.outcome = nil
+            return s
         }
-        return s
     }
 
     /// Withdraws the current secret, if any, including from a handshake
@@ -134,6 +206,7 @@ public final class PairingAuthority: Sendable {
             $0.secret = nil
             $0.generation &+= 1
             $0.reservedBy = nil
+            $0.outcome = nil
         }
     }
 
@@ -143,10 +216,24 @@ public final class PairingAuthority: Sendable {
         return state.withLock { $0.secret != nil && now < $0.expires }
     }
 
+    /// What became of the last code issued.
+    public var codeState: PairingCodeState {
+        let now = clock()
+        return state.withLock { st in
+            if st.secret != nil { return now < st.expires ? .live(remaining: st.expires - now) : .expired }
+            switch st.outcome {
+            case .used: return .used
+            case .burned: return .burned
+            case .expired: return .expired
+            case nil: return .none
+            }
+        }
+    }
+
     /// Seconds until pairing attempts are accepted again (0 if not locked out).
     public var lockoutRemaining: Double {
         let now = clock()
-        return state.withLock { max(0, $0.lockedUntil - now) }
+        return state.withLock { lockoutRemaining(&$0, now: now) }
     }
 
     /// Takes the secret for one handshake. Only one pairing handshake runs at
@@ -154,9 +241,9 @@ public final class PairingAuthority: Sendable {
     func reserve() -> Result<Reservation, RefusalReason> {
         let now = clock()
         return state.withLock { st in
-            guard now >= st.lockedUntil else { return .failure(.pairingUnavailable) }
+            guard lockoutRemaining(&st, now: now) <= 0 else { return .failure(.pairingUnavailable) }
             guard let s = st.secret, st.reservedBy == nil else { return .failure(.pairingUnavailable) }
-            guard now < st.expires else { st.secret = nil; return .failure(.pairingUnavailable) }
+            guard now < st.expires else { st.secret = nil; st.outcome = .expired; return .failure(.pairingUnavailable) }
             st.reservedBy = st.generation
             return .success(Reservation(psk: s.psk(), generation: st.generation))
         }
@@ -166,28 +253,45 @@ public final class PairingAuthority: Sendable {
     /// and changes nothing, if that secret was replaced or withdrawn in the
     /// meantime: the pairing must then be refused.
     func succeeded(_ generation: UInt64) -> Bool {
-        state.withLock { st in
+        let ok = state.withLock { st in
             guard st.isCurrent(generation) else { return false }
             st.secret = nil
             st.reservedBy = nil
-            st.failures = 0
-            st.lockedUntil = 0
+            st.lockout = PairingLockout()
+            st.outcome = .used
             return true
         }
+        if ok { _ = try? lockoutFile?.update { $0 = PairingLockout() } }
+        return ok
     }
 
     /// The handshake holding `generation` tried a wrong secret: burn it and
-    /// lock out further attempts. A stale handshake burns nothing (its secret
-    /// is already gone) and must not punish the current one.
+    /// lock out further attempts and new codes. A stale handshake burns
+    /// nothing (its secret is already gone) and must not punish the current one.
     func failed(_ generation: UInt64) {
         let now = clock()
         state.withLock { st in
             guard st.isCurrent(generation) else { return }
             st.secret = nil
             st.reservedBy = nil
-            st.failures += 1
-            let lock = min(Self.maxLockout, Self.baseLockout * Double(1 << min(st.failures - 1, 16)))
-            st.lockedUntil = now + lock
+            st.outcome = .burned
+            // Count on top of what any process has recorded, under the
+            // file's lock, so two processes failing at once both double it.
+            var next = st.lockout
+            let bump = { (l: inout PairingLockout) in
+                l.failures += 1
+                let lock = min(Self.maxLockout, Self.baseLockout * Double(1 << min(l.failures - 1, 16)))
+                l.lockedUntil = max(l.lockedUntil, now + lock)
+            }
+            if let f = lockoutFile, let stored = try? f.update({ l in
+                l.failures = max(l.failures, st.lockout.failures)
+                bump(&l)
+            }) {
+                next = stored
+            } else {
+                bump(&next)
+            }
+            st.lockout = next
         }
     }
 
@@ -222,10 +326,11 @@ public final class ReceiverTrust: Sendable {
 
     /// - Parameter directory: where `authorized-senders` is read and written;
     ///   nil keeps the list in memory only (tests).
-    public init(identity: Identity, directory: ConfigDirectory?, pairing: PairingAuthority = PairingAuthority(),
+    ///   - pairing: nil makes one that shares its lockout through `directory`.
+    public init(identity: Identity, directory: ConfigDirectory?, pairing: PairingAuthority? = nil,
                 authorized: PeerList? = nil) throws(ConfigError) {
         self.identity = identity
-        self.pairing = pairing
+        self.pairing = pairing ?? PairingAuthority(directory: directory)
         self.directory = directory
         var list = authorized ?? PeerList()
         if authorized == nil, let d = directory {

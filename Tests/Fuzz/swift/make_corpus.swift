@@ -25,7 +25,7 @@ import Foundation
         write(hs, "0-stream-ik1", [0] + m1.encoded())
         write(hs, "1-ik1", [1] + m1.noiseMessage)
         write(hs, "2-ik2", [2] + m2.noiseMessage)
-        _ = trust.pairing.issue()
+        _ = try trust.pairing.issue()
         let xx = SenderHandshake(identity: sender, mode: .pairing(secret))
         let p1 = xx.start()
         let r2 = ReceiverHandshake(trust: trust)

@@ -1,0 +1,229 @@
+// TCP sockets for the control connection: blocking semantics over
+// non-blocking descriptors, with a poll(2) deadline on every read and write,
+// so a silent or slow peer can only ever cost a timeout.
+
+internal import Glibc
+import Synchronization
+
+private func errnoString(_ what: String) -> String { "\(what): \(String(cString: strerror(errno)))" }
+
+/// A connected TCP socket, non-blocking underneath, closed on deinit.
+public final class TCPConnection: @unchecked Sendable {
+    // @unchecked Sendable: handed from the accepting thread to exactly one
+    // connection thread; never used by two threads at once.
+    let fd: Int32
+    /// Guards the descriptor's end against `shutdownReading()` from another
+    /// thread: once closed, its number may belong to another file.
+    private let closed = Mutex(false)
+
+    init(fd: Int32) {
+        self.fd = fd
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        var one: Int32 = 1
+        // Buttons and settings are tiny and latency-sensitive: no Nagle delay.
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { close() }
+
+    public func close() {
+        closed.withLock { c in
+            if !c { c = true; Glibc.close(fd) }
+        }
+    }
+
+    /// Ends the reading side (any thread): a read blocked on this
+    /// connection returns end-of-file; writing still works.
+    public func shutdownReading() {
+        closed.withLock { c in
+            if !c { _ = shutdown(fd, Int32(SHUT_RD)) }
+        }
+    }
+
+    /// Whatever bytes have arrived (at most `max`), nil if none yet; never
+    /// waits. Throws `.closed` at end-of-file.
+    func readAvailable(max: Int) throws(SessionError) -> [UInt8]? {
+        var buf = [UInt8](repeating: 0, count: max)
+        while true {
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, max, 0) }
+            if n > 0 { return Array(buf[0..<n]) }
+            if n == 0 { throw .closed }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return nil
+            case ECONNRESET: throw .closed
+            default: throw .io(errnoString("recv"))
+            }
+        }
+    }
+
+    /// Connects to a numeric address or host name, trying each address.
+    public static func connect(host: String, port: UInt16, timeout: Double) throws(SessionError) -> TCPConnection {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var res: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &res)
+        guard rc == 0, let first = res else {
+            throw .io("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
+        }
+        defer { freeaddrinfo(first) }
+        let deadline = monotonicSeconds() + timeout
+        var lastError = "no address for \(host)"
+        var ai: UnsafeMutablePointer<addrinfo>? = first
+        while let a = ai {
+            ai = a.pointee.ai_next
+            let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.pointee.ai_protocol)
+            if fd < 0 { lastError = errnoString("socket"); continue }
+            let conn = TCPConnection(fd: fd)
+            if Glibc.connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 { return conn }
+            guard errno == EINPROGRESS else { lastError = errnoString("connect to \(host):\(port)"); continue }
+            do {
+                try conn.wait(for: Int16(POLLOUT), deadline: deadline, what: "connecting to \(host):\(port)")
+            } catch {
+                lastError = error.description
+                if case .timedOut = error { throw error }
+                continue
+            }
+            var err: Int32 = 0
+            var len = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+            if err == 0 { return conn }
+            lastError = "connect to \(host):\(port): \(String(cString: strerror(err)))"
+        }
+        throw .io(lastError)
+    }
+
+    func wait(for events: Int16, deadline: Double, what: String) throws(SessionError) {
+        while true {
+            let left = deadline - monotonicSeconds()
+            if left <= 0 { throw .timedOut(what) }
+            var p = pollfd(fd: fd, events: events, revents: 0)
+            let ms = Int32(min(left * 1000 + 1, Double(Int32.max)))
+            let n = poll(&p, 1, ms)
+            if n < 0 { if errno == EINTR { continue }; throw .io(errnoString("poll")) }
+            if n > 0 { return }
+        }
+    }
+
+    /// Reads up to `max` bytes, waiting until `deadline`; throws `.closed` at EOF.
+    func readSome(max: Int, deadline: Double, what: String) throws(SessionError) -> [UInt8] {
+        var buf = [UInt8](repeating: 0, count: max)
+        while true {
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, max, 0) }
+            if n > 0 { return Array(buf[0..<n]) }
+            if n == 0 { throw .closed }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK {
+                try wait(for: Int16(POLLIN), deadline: deadline, what: what)
+                continue
+            }
+            if errno == ECONNRESET { throw .closed }
+            throw .io(errnoString("recv"))
+        }
+    }
+
+    func readExactly(_ count: Int, deadline: Double, what: String) throws(SessionError) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(count)
+        while out.count < count {
+            out += try readSome(max: count - out.count, deadline: deadline, what: what)
+        }
+        return out
+    }
+
+    func writeAll(_ bytes: [UInt8], deadline: Double) throws(SessionError) {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + off, bytes.count - off, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { off += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                try wait(for: Int16(POLLOUT), deadline: deadline, what: "sending")
+                continue
+            }
+            if n < 0 && (errno == EPIPE || errno == ECONNRESET) { throw .closed }
+            throw .io(errnoString("send"))
+        }
+    }
+}
+
+/// A listening TCP socket.
+public final class TCPListener: @unchecked Sendable {
+    // @unchecked Sendable: the fd is only read after init; close() is idempotent
+    // and guarded by a lock so stop() from another thread is safe.
+    let fd: Int32
+    public let port: UInt16
+    private let closed = Mutex(false)
+
+    /// Binds to `host` (numeric IPv4/IPv6 address; "0.0.0.0" or "::" for
+    /// all) and `port` (0 picks a free one, see `port`).
+    public init(host: String = "0.0.0.0", port: UInt16) throws(SessionError) {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST
+        var res: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &res)
+        guard rc == 0, let a = res else { throw .io("bad listen address \(host): \(String(cString: gai_strerror(rc)))") }
+        defer { freeaddrinfo(a) }
+        let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .io(errnoString("socket")) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 else {
+            let e = errnoString("bind \(host):\(port) (is another receiver running?)"); Glibc.close(fd); throw .io(e)
+        }
+        guard listen(fd, 64) == 0 else { let e = errnoString("listen"); Glibc.close(fd); throw .io(e) }
+        var ss = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &ss) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        let family = Int32(ss.ss_family)
+        let bound: UInt16 = withUnsafePointer(to: &ss) { p in
+            if family == AF_INET6 {
+                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            }
+            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
+        self.fd = fd
+        self.port = bound
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    }
+
+    deinit { close() }
+
+    public func close() {
+        let first = closed.withLock { c -> Bool in defer { c = true }; return !c }
+        if first { shutdown(fd, Int32(SHUT_RDWR)); Glibc.close(fd) }
+    }
+
+    public var isClosed: Bool { closed.withLock { $0 } }
+
+    /// Waits up to `timeout` seconds for a connection; nil on timeout or after close().
+    public func accept(timeout: Double) throws(SessionError) -> TCPConnection? {
+        let deadline = monotonicSeconds() + timeout
+        while !isClosed {
+            let c = Glibc.accept(fd, nil, nil)
+            if c >= 0 { _ = fcntl(c, F_SETFD, FD_CLOEXEC); return TCPConnection(fd: c) }
+            if isClosed { return nil }
+            switch errno {
+            case EINTR, ECONNABORTED: continue
+            case EAGAIN, EWOULDBLOCK:
+                let left = deadline - monotonicSeconds()
+                if left <= 0 { return nil }
+                // Short slices, so close() from another thread is noticed promptly.
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&p, 1, Int32(min(left, 0.2) * 1000) + 1)
+            case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                // Out of descriptors: back off instead of spinning.
+                usleep(50_000)
+            default:
+                if isClosed { return nil }
+                throw .io(errnoString("accept"))
+            }
+        }
+        return nil
+    }
+}
+

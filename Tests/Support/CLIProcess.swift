@@ -1,0 +1,125 @@
+// What several test targets share: a `remolo` subprocess, polling in real
+// time, and a pair of config directories holding a paired sender and
+// receiver.
+import Foundation
+import Remolo
+
+/// Polls `condition` until it holds or `seconds` pass.
+public func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(5000)
+    }
+    return condition()
+}
+
+public struct CLIError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ d: String) { description = d }
+}
+
+/// A `remolo` subprocess, its output going to a file read as it grows (a
+/// file, not a pipe: no reader thread, no waiting for EOF).
+public final class CLIProcess: @unchecked Sendable {
+    // @unchecked Sendable: `process` is only started, signalled and waited
+    // for; the log file is only read.
+    public let process = Process()
+    public let logPath: String
+
+    /// The `remolo` binary beside the running test bundle.
+    public static var binary: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("remolo").path
+    }
+
+    public init(_ args: [String], configDir: String, log: String) throws {
+        let bin = Self.binary
+        guard FileManager.default.isExecutableFile(atPath: bin) else {
+            throw CLIError("no remolo binary at \(bin): run `swift build` first")
+        }
+        logPath = log
+        guard FileManager.default.createFile(atPath: log, contents: nil),
+              let out = FileHandle(forWritingAtPath: log) else { throw CLIError("cannot create \(log)") }
+        process.executableURL = URL(fileURLWithPath: bin)
+        process.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        env["REMOLO_CONFIG_DIR"] = configDir
+        process.environment = env
+        process.standardOutput = out
+        process.standardError = out
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try out.close()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+    }
+
+    public var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// The first line starting with `prefix`, once it has been printed.
+    public func line(_ prefix: String, timeout: Double = 20) -> String? {
+        var found: String?
+        _ = eventually(timeout) {
+            found = output.split(separator: "\n").first { $0.hasPrefix(prefix) }.map(String.init)
+            return found != nil
+        }
+        return found
+    }
+
+    public func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
+
+    public func wait() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Waits up to `seconds` for the process to end; its status, or nil.
+    public func wait(upTo seconds: Double) -> Int32? {
+        guard eventually(seconds, { !process.isRunning }) else { return nil }
+        return wait()
+    }
+
+    /// A field's value in a line of `key value` pairs (`sent: motion 12 ...`).
+    public static func field(_ key: String, in line: String) -> Int64? {
+        let f = line.split(separator: " ").map(String.init)
+        return f.firstIndex(of: key).flatMap { $0 + 1 < f.count ? Int64(f[$0 + 1]) : nil }
+    }
+}
+
+/// Two config directories under a fresh temporary directory: a receiver's
+/// and a sender's, each with its identity, already paired with each other.
+public struct PairedConfigs {
+    public let root: String
+    public let receiver: String
+    public let sender: String
+
+    public init(label: String, paired: Bool = true) throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("remolo-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        receiver = root + "/rx"
+        sender = root + "/tx"
+        let rxDir = ConfigDirectory(path: receiver), txDir = ConfigDirectory(path: sender)
+        let rxID = try Identity.loadOrCreate(in: rxDir)
+        let txID = try Identity.loadOrCreate(in: txDir)
+        guard paired else { return }
+        var senders = PeerList()
+        senders.add(txID.publicKey, label: "test sender")
+        try senders.save(to: rxDir.file(PeerList.authorizedSendersFile))
+        var receivers = PeerList()
+        receivers.add(rxID.publicKey, label: "test receiver")
+        try receivers.save(to: txDir.file(PeerList.knownReceiversFile))
+    }
+
+    public func log(_ name: String) -> String { root + "/" + name + ".log" }
+
+    public func remove() { try? FileManager.default.removeItem(atPath: root) }
+}
+
+/// A TCP+UDP port on 127.0.0.1 that was free a moment ago.
+public func freePort() throws -> UInt16 {
+    let l = try TCPListener(host: "127.0.0.1", port: 0)
+    defer { l.close() }
+    return l.port
+}
