@@ -35,28 +35,32 @@ let package = Package(
         // Counts heap allocations for Bench (malloc interposer, executable-local).
         .target(name: "BenchSupport", path: "Bench/Support"),
 
-        .target(name: "Remolo", dependencies: ["RemoloCore", "CSodium"], path: "Sources/Remolo",
-                exclude: ["Lab/RESULTS.md"]),
-        .executableTarget(name: "remolo", dependencies: ["Remolo"], path: "Sources/remolo"),
-        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloCore", "BenchSupport"],
+        // The Swift layers, each depending only on those above it:
+        // RemoloSystem <- RemoloSession <- Remolo <- remolo (Tests/Layers checks the graph).
+        .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
+        .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
+        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
+                path: "Sources/Remolo", exclude: ["Lab/RESULTS.md"]),
+        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloSession", "RemoloSystem"], path: "Sources/remolo"),
+        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloSession", "RemoloCore", "BenchSupport"],
                           path: "Bench/Sources"),
 
         // What the test targets share (subprocesses, paired configs, polling).
-        .target(name: "RemoloTestSupport", dependencies: ["Remolo"], path: "Tests/Support"),
-        .testTarget(name: "RemoloCoreTests", dependencies: ["Remolo", "RemoloCore"],
+        .target(name: "RemoloTestSupport", dependencies: ["Remolo", "RemoloSession", "RemoloSystem"], path: "Tests/Support"),
+        .testTarget(name: "RemoloCoreTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/RemoloCoreTests"),
-        .testTarget(name: "WireTests", dependencies: ["Remolo", "RemoloCore", "CSodium"],
+        .testTarget(name: "WireTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                     path: "Tests/WireTests"),
-        .testTarget(name: "SessionTests", dependencies: ["Remolo", "RemoloCore", "CSodium"],
+        .testTarget(name: "SessionTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                     path: "Tests/SessionTests"),
-        .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloCore"],
+        .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/ReceiverTests"),
-        .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloCore"],
+        .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/LabTests"),
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
         // The commands as processes: pairing lockout, dead sessions, reconnection.
-        .testTarget(name: "CLITests", dependencies: ["Remolo", "RemoloTestSupport"], path: "Tests/CLITests"),
-        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloCore", "CEvdev", "RemoloTestSupport"],
+        .testTarget(name: "CLITests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTestSupport"], path: "Tests/CLITests"),
+        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "CEvdev", "RemoloTestSupport"],
                     path: "Tests/VMTests"),
     ]
 )

@@ -1,4 +1,5 @@
 import Remolo
+import RemoloSession
 import RemoloCore
 import CSodium
 

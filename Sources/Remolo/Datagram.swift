@@ -3,6 +3,8 @@
 // the README's Protocol section). No C type appears in this API.
 internal import CSodium
 internal import RemoloCore
+import RemoloSession
+import RemoloSystem
 
 /// Why `DatagramOpener` refused a datagram. Raw values are the C
 /// `enum wire_drop`.

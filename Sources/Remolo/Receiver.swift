@@ -9,6 +9,8 @@
 internal import Glibc
 internal import RemoloCore
 import Foundation
+import RemoloSession
+import RemoloSystem
 import Synchronization
 
 /// Why the receiver could not start or act, with what to do about it.
@@ -268,15 +270,8 @@ public final class ReceiveLoop: @unchecked Sendable {
         case .fileDescriptor(let fd):
             cfg.sink_fd = fd
         }
-        var addr = sockaddr_storage()
-        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let gotName = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &len) }
-        }
-        guard gotName == 0 else { throw ReceiverError("the UDP socket is not usable: \(String(cString: strerror(errno)))") }
-        port = withUnsafeBytes(of: addr) { raw in
-            // sin_port and sin6_port share offset 2, network byte order.
-            UInt16(raw[2]) << 8 | UInt16(raw[3])
+        do { port = try Socket.boundPort(socket) } catch {
+            throw ReceiverError("the UDP socket is not usable: \(error)")
         }
         let st = LoopStorage()
         cfg.dev = dev?.dev
@@ -292,8 +287,8 @@ public final class ReceiveLoop: @unchecked Sendable {
         t.name = "remolo-rx"
         t.start()
         // Wait until the ring is up (it is created on the loop thread).
-        let deadline = monotonicSeconds() + Self.commandTimeout
-        while rx_loop_state(st.loop) == Int32(RX_STATE_IDLE.rawValue) && monotonicSeconds() < deadline {
+        let deadline = MonotonicClock.seconds() + Self.commandTimeout
+        while rx_loop_state(st.loop) == Int32(RX_STATE_IDLE.rawValue) && MonotonicClock.seconds() < deadline {
             usleep(200)
         }
         if rx_loop_state(st.loop) != Int32(RX_STATE_RUNNING.rawValue) {
@@ -324,18 +319,18 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// Runs one command on the loop thread and waits for its result.
     private func command(_ c: rx_cmd) throws(ReceiverError) -> Int32 {
         var c = c
-        let deadline = monotonicSeconds() + Self.commandTimeout
+        let deadline = MonotonicClock.seconds() + Self.commandTimeout
         var seq: Int64 = -1
         while true {
             seq = storage.producer.withLock { _ in rx_cmd_push(storage.loop, &c) }
-            if seq >= 0 || seq != -Int64(EAGAIN) || monotonicSeconds() > deadline { break }
+            if seq >= 0 || seq != -Int64(EAGAIN) || MonotonicClock.seconds() > deadline { break }
             usleep(500)
         }
         withUnsafeMutableBytes(of: &c.key) { _ = sodium_wipe($0) }
         guard seq >= 0 else { throw ReceiverError("the receive loop does not take commands (\(seq))") }
         var result: Int32 = 0
         while rx_cmd_result(storage.loop, UInt32(truncatingIfNeeded: seq), &result) == 0 {
-            guard isRunning, monotonicSeconds() < deadline else {
+            guard isRunning, MonotonicClock.seconds() < deadline else {
                 throw ReceiverError("the receive loop is not running")
             }
             usleep(100)
@@ -539,8 +534,8 @@ public final class Receiver: @unchecked Sendable {
         }
         // Each session's own thread wakes, says bye and removes its session.
         sessions.endAll(.shuttingDown)
-        let deadline = monotonicSeconds() + Self.byeWait
-        while sessions.serving > 0 && monotonicSeconds() < deadline { usleep(2000) }
+        let deadline = MonotonicClock.seconds() + Self.byeWait
+        while sessions.serving > 0 && MonotonicClock.seconds() < deadline { usleep(2000) }
         loop.stop()
         // The loop's ring is gone: nothing reads the socket any more.
         udpClosed.withLock { closed in
@@ -612,26 +607,7 @@ public final class Receiver: @unchecked Sendable {
 
     /// A UDP socket bound to host:port (IPv4 or IPv6 literal, or a name).
     static func bindUDP(host: String, port: UInt16) throws(ReceiverError) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
-        hints.ai_family = AF_UNSPEC
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
-        var res: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &res)
-        guard rc == 0, let first = res else {
-            throw ReceiverError("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
-        }
-        defer { freeaddrinfo(first) }
-        let a = first.pointee
-        let fd = socket(a.ai_family, a.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.ai_protocol)
-        guard fd >= 0 else { throw ReceiverError("udp socket: \(String(cString: strerror(errno)))") }
-        if bind(fd, a.ai_addr, a.ai_addrlen) != 0 {
-            let e = errno
-            close(fd)
-            throw ReceiverError("cannot bind UDP \(host):\(port): \(String(cString: strerror(e)))"
-                                + (e == EADDRINUSE ? " (another receiver running? pick another port)" : ""))
-        }
-        return fd
+        do { return try Socket.bindUDP(host: host, port: port) } catch { throw ReceiverError(error.description) }
     }
 }
 

@@ -7,14 +7,12 @@
 // same sender clock so the receiver plays them in step with the motion.
 internal import Glibc
 import Foundation
+import RemoloSession
+import RemoloSystem
 
 /// The sender's clock: CLOCK_MONOTONIC in microseconds. Datagrams and
 /// control-channel buttons are stamped with it (buttons in nanoseconds).
-public func senderClockMicros() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000 + UInt64(ts.tv_nsec) / 1000
-}
+public func senderClockMicros() -> UInt64 { MonotonicClock.nowUs() }
 
 /// Why sending failed.
 public struct SenderError: Error, Equatable, CustomStringConvertible, Sendable {
@@ -147,8 +145,8 @@ public final class Sender {
         self.port = port
         self.reconnector = reconnect
         sealer = try Self.sealer(for: channel)
-        fd = try Self.connectUDP(host: host, port: port)
-        lastPing = monotonicSeconds()
+        do { fd = try Socket.connectUDP(host: host, port: port) } catch { throw SenderError(error.description) }
+        lastPing = MonotonicClock.seconds()
     }
 
     deinit { Glibc.close(fd) }
@@ -219,7 +217,7 @@ public final class Sender {
     /// for the ping interval plus the answer margin.
     public func keepAlive() throws(SessionError) {
         _ = try channel.receiveAvailable()
-        let now = monotonicSeconds()
+        let now = MonotonicClock.seconds()
         let l = channel.limits
         if now - channel.lastHeard > l.keepaliveInterval + l.answerMargin {
             channel.close()
@@ -241,7 +239,7 @@ public final class Sender {
         do { newSealer = try Self.sealer(for: ch) } catch { ch.close(); throw error }
         channel = ch
         sealer = newSealer
-        lastPing = monotonicSeconds()
+        lastPing = MonotonicClock.seconds()
         stats.reconnects += 1
         for b in held { try button(b, down: true, at: micros) }
     }
@@ -263,13 +261,13 @@ public final class Sender {
         var nextAttempt = 0.0
         for i in 0..<count {
             let due = start + UInt64(Double(i + 1) * period * 1_000_000)
-            Self.sleep(until: due)
+            MonotonicClock.sleep(untilUs: due)
             let f = source.frame(index: i, of: count, seconds: Double(i + 1) * period)
             for b in f.buttons {
                 if b.down { held.append(b.button) } else { held.removeAll { $0 == b.button } }
             }
             if down {
-                let t = monotonicSeconds()
+                let t = MonotonicClock.seconds()
                 if t >= nextAttempt {
                     do {
                         try reopen(at: senderClockMicros())
@@ -277,7 +275,7 @@ public final class Sender {
                         backoff = Self.reconnectBackoff.first
                         onEvent("reconnected to \(host):\(port) (\(stats.framesDropped) frames dropped so far)")
                     } catch {
-                        nextAttempt = monotonicSeconds() + backoff
+                        nextAttempt = MonotonicClock.seconds() + backoff
                         backoff = min(backoff * 2, Self.reconnectBackoff.last)
                     }
                 }
@@ -310,36 +308,4 @@ public final class Sender {
         channel.close(saying: reason)
     }
 
-    static func sleep(until micros: UInt64) {
-        var ts = timespec(tv_sec: Int(micros / 1_000_000), tv_nsec: Int(micros % 1_000_000) * 1000)
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-    }
-
-    static func connectUDP(host: String, port: UInt16) throws(SenderError) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
-        hints.ai_family = AF_UNSPEC
-        var res: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &res)
-        guard rc == 0, let first = res else {
-            throw SenderError("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
-        }
-        defer { freeaddrinfo(first) }
-        let a = first.pointee
-        let fd = socket(a.ai_family, a.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.ai_protocol)
-        guard fd >= 0 else { throw SenderError("udp socket: \(String(cString: strerror(errno)))") }
-        guard Glibc.connect(fd, a.ai_addr, a.ai_addrlen) == 0 else {
-            let e = errno
-            Glibc.close(fd)
-            throw SenderError("udp connect to \(host):\(port): \(String(cString: strerror(e)))")
-        }
-        // Lowest-latency class (DSCP EF, as the design note's .interactiveVoice).
-        var tos: Int32 = 0xb8
-        if a.ai_family == AF_INET {
-            _ = setsockopt(fd, Int32(IPPROTO_IP), IP_TOS, &tos, socklen_t(MemoryLayout<Int32>.size))
-        } else {
-            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_TCLASS, &tos, socklen_t(MemoryLayout<Int32>.size))
-        }
-        return fd
-    }
 }

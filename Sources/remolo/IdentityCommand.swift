@@ -1,4 +1,6 @@
 import Foundation
+import RemoloSession
+import RemoloSystem
 import Remolo
 
 // remolo identity: this host's long-term key, created on first use.

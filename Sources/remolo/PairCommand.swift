@@ -1,4 +1,6 @@
 import Foundation
+import RemoloSession
+import RemoloSystem
 import Remolo
 
 // remolo pair: the receiver issues a pairing code and waits for one sender.
@@ -50,7 +52,8 @@ Pairing also works on a running receiver: remolo receive --pair.
             listener: listener, trust: trust, wait: timeout,
             show: { code in
                 say("receiver fingerprint: \(identity.fingerprint)")
-                say("pairing code: \(code.display) (valid 5 minutes, for one sender)")
+                say("pairing code: \(code.display)")
+                say("(valid 5 minutes, for one sender)")
                 say("on the sender: remolo send --to <this host>:\(listener.port) --pair \(code.display) --seconds 0")
             },
             onRejected: { e in FileHandle.standardError.write(Data("remolo: refused a connection: \(e)\n".utf8)) })

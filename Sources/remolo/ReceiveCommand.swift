@@ -1,4 +1,6 @@
 import Foundation
+import RemoloSession
+import RemoloSystem
 import Remolo
 
 // remolo receive: the receiver. TCP control and UDP datagrams on one port;
@@ -138,7 +140,8 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
     }
     if pair {
         do {
-            say("pairing code: \(try rx.trust.pairing.issue().display) (valid 5 minutes, for one sender)")
+            say("pairing code: \(try rx.trust.pairing.issue().display)")
+            say("(valid 5 minutes, for one sender)")
         } catch {
             say("no pairing code: \(error)")
         }

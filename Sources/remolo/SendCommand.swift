@@ -1,4 +1,6 @@
 import Foundation
+import RemoloSession
+import RemoloSystem
 import Remolo
 
 // remolo send: a synthetic sender for demos and tests.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// The same seed gives the same run, and a trace written then read back
 /// scores exactly as the run that wrote it.

@@ -1,5 +1,7 @@
 import Testing
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// `arrival` through the real core: every delta, whatever its sender time
 /// (jittered, late, early), comes out whole at the first 480 Hz tick after

@@ -1,5 +1,7 @@
 import Testing
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// Hand-made frames whose M2-M5 scores are worked out by hand.
 struct ScoringCase: Sendable, CustomTestStringConvertible {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 @Test(arguments: [
     (1, Int32(0), "0"), (2, 256, "1"), (3, -128, "-0.5"), (4, 1, "0.00390625"),

@@ -1,5 +1,7 @@
 import Foundation
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 import Testing
 
 /// The whole path on loopback: handshake over TCP, sealed datagrams over

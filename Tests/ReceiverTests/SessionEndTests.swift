@@ -1,5 +1,7 @@
 import Foundation
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 import Testing
 
 /// How the whole receiver ends sessions, and what the control channel may

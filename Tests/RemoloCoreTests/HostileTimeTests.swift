@@ -1,4 +1,6 @@
 import Remolo
+import RemoloSession
+import RemoloSystem
 import RemoloCore
 import Testing
 

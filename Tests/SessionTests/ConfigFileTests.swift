@@ -2,6 +2,8 @@ import Testing
 import Foundation
 import Synchronization
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// Peer files and config errors: unreadable files are errors, concurrent
 /// saves neither collide nor reorder, and every message says how to fix it.

@@ -1,5 +1,7 @@
 import Testing
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 func keyPair() -> (SecretBytes, SecretBytes) {
     let k = SecretBytes.random(count: 32)

@@ -1,6 +1,8 @@
 import Testing
 import Synchronization
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// A clock tests move by hand.
 final class FakeClock: Sendable {

@@ -1,6 +1,8 @@
 import Testing
 import Foundation
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 func tempDir(_ name: String) -> String {
     let d = NSTemporaryDirectory() + "remolo-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

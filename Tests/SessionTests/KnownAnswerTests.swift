@@ -1,5 +1,7 @@
 import Testing
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// Fixed answers for every derivation the README's Protocol section
 /// specifies beyond the Noise core (which NoiseVectorTests covers), so a

@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// Sessions that last, and sessions that end saying why (README, Protocol,
 /// "Timeouts and limits" and the bye reasons). Short limits, real sockets,

@@ -2,6 +2,8 @@ import Testing
 import Foundation
 import Synchronization
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// What the receiver saw, collected from its connection threads.
 final class Events: Sendable {

@@ -1,5 +1,7 @@
 import Testing
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// The Noise layer against known transcripts: a published cacophony vector
 /// for IK, and for XXpsk3 one produced by an independent implementation

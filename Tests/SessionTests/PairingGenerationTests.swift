@@ -1,5 +1,7 @@
 import Testing
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 
 /// A pairing reservation belongs to the secret it reserved: once that
 /// secret is withdrawn or replaced, the handshake holding it can neither

@@ -3,6 +3,8 @@
 // receiver.
 import Foundation
 import Remolo
+import RemoloSession
+import RemoloSystem
 
 /// Polls `condition` until it holds or `seconds` pass.
 public func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {

@@ -1,5 +1,7 @@
 import Foundation
 import Remolo
+import RemoloSession
+import RemoloSystem
 import Synchronization
 import Testing
 

@@ -1,6 +1,8 @@
 import CEvdev
 import Foundation
 @testable import Remolo
+@testable import RemoloSession
+import RemoloSystem
 import RemoloCore
 import Testing
 

@@ -1,5 +1,7 @@
 import Foundation
 import Remolo
+import RemoloSession
+import RemoloSystem
 import Testing
 
 /// Runs Tests/Interop/datagram.py, an independent implementation written

@@ -1,5 +1,7 @@
 import Glibc
 import Remolo
+import RemoloSession
+import RemoloSystem
 import RemoloCore
 import Testing
 

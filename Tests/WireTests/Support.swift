@@ -1,4 +1,6 @@
 import Remolo
+import RemoloSession
+import RemoloSystem
 import RemoloCore
 
 // Fixed test material: key byte i = i (A) or 0x80 + i (B), as the fuzz

@@ -1,6 +1,6 @@
 // Writes the seed corpus (run once; the outputs are committed):
-//   swiftc -parse-as-library -module-name Remolo -I CSources/CSodium \
-//     Sources/Remolo/Session/*.swift Tests/Fuzz/swift/make_corpus.swift -lsodium -o /tmp/mk && /tmp/mk Tests/Fuzz/swift/corpus
+//   (build RemoloSystem as Tests/Fuzz/swift/run does, then) swiftc -parse-as-library -module-name RemoloSession -I CSources/CSodium -I SYS -L SYS \
+//     Sources/RemoloSession/*.swift Tests/Fuzz/swift/make_corpus.swift -lRemoloSystem -lsodium -o /tmp/mk && /tmp/mk Tests/Fuzz/swift/corpus
 import Foundation
 
 @main struct MakeCorpus {

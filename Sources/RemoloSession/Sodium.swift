@@ -27,7 +27,7 @@ public final class SecretBytes: @unchecked Sendable {
     // @unchecked Sendable: the buffer is written only during initialisation
     // and by the owning type's methods, which are never shared mid-update
     // (handshake states are used by one thread at a time).
-    let count: Int
+    public let count: Int
     let pointer: UnsafeMutableRawPointer
 
     init(count: Int) {

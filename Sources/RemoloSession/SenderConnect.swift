@@ -2,15 +2,16 @@
 // XXpsk3 to pair), key confirmation.
 
 import Foundation
+import RemoloSystem
 
 // MARK: - Handshake over a connection
 
 func readHandshakeMessage(_ c: TCPConnection, deadline: Double) throws(SessionError) -> HandshakeWireMessage {
     let what = "waiting for a handshake message"
-    let header = try c.readExactly(HandshakeWireMessage.headerLength, deadline: deadline, what: what)
+    let header = try tcp { () throws(SocketError) in try c.readExactly(HandshakeWireMessage.headerLength, deadline: deadline, what: what) }
     do {
         let l = try HandshakeWireMessage.bodyLength(header: header)
-        let body = try c.readExactly(l, deadline: deadline, what: what)
+        let body = try tcp { () throws(SocketError) in try c.readExactly(l, deadline: deadline, what: what) }
         return try HandshakeWireMessage.parse(body: body[...])
     } catch let e as HandshakeWireError {
         throw .handshake(.wire(e))
@@ -60,7 +61,7 @@ public enum RemoloSender {
         let deadline = monotonicSeconds() + limits.handshakeTimeout
         var next: HandshakeWireMessage? = hs.start()
         while let out = next {
-            try conn.writeAll(out.encoded(), deadline: deadline)
+            try tcp { () throws(SocketError) in try conn.writeAll(out.encoded(), deadline: deadline) }
             if hs.result != nil { break }
             let reply = try readHandshakeMessage(conn, deadline: deadline)
             do { next = try hs.receive(reply) } catch { conn.close(); throw .handshake(error) }
@@ -74,9 +75,9 @@ public enum RemoloSender {
         // After XXpsk3 message 3 the receiver may still refuse (wrong code):
         // its refusal is a handshake message, L = 2, which no frame can have
         // (L >= ControlFrame.minFrameLength), so the first two bytes tell.
-        let head = try conn.readExactly(2, deadline: deadline, what: "waiting for key confirmation")
+        let head = try tcp { () throws(SocketError) in try conn.readExactly(2, deadline: deadline, what: "waiting for key confirmation") }
         if head == [0x00, 0x02] {
-            let body = try conn.readExactly(2, deadline: deadline, what: "reading a refusal")
+            let body = try tcp { () throws(SocketError) in try conn.readExactly(2, deadline: deadline, what: "reading a refusal") }
             conn.close()
             guard let m = try? HandshakeWireMessage.parse(body: body[...]), m.type == .refusal else {
                 throw .handshake(.wire(.badLength(2)))
@@ -92,7 +93,7 @@ public enum RemoloSender {
 
     private static func run(_ hs: SenderHandshake, host: String, port: UInt16,
                             limits: SessionLimits) throws(SessionError) -> ControlChannel {
-        let conn = try TCPConnection.connect(host: host, port: port, timeout: limits.handshakeTimeout)
+        let conn = try tcp { () throws(SocketError) in try TCPConnection.connect(host: host, port: port, timeout: limits.handshakeTimeout) }
         return try establish(hs, on: conn, limits: limits)
     }
 }

@@ -3,6 +3,7 @@
 
 internal import Glibc
 import Foundation
+import RemoloSystem
 import Synchronization
 
 /// The receiver's accept loop: one thread per connection, a cap on
@@ -92,7 +93,7 @@ public final class ReceiverServer: Sendable {
         // init that does not decrypt (not addressed to this receiver), and a
         // connection that ended or fell silent (nobody to tell).
         let refuse = { (r: HandshakeWireMessage) in
-            try? conn.writeAll(r.encoded(), deadline: min(deadline, monotonicSeconds() + 0.5))
+            try? conn.writeAll(r.encoded(), deadline: min(deadline, monotonicSeconds() + 0.5)) as Void
         }
         while hs.result == nil {
             let msg: HandshakeWireMessage
@@ -107,7 +108,7 @@ public final class ReceiverServer: Sendable {
                 conn.close()
                 throw .handshake(error)
             }
-            if let reply { try conn.writeAll(reply.encoded(), deadline: deadline) }
+            if let reply { try tcp { () throws(SocketError) in try conn.writeAll(reply.encoded(), deadline: deadline) } }
         }
         let channel = ControlChannel(connection: conn, result: hs.result!, isSender: false, limits: limits)
         // Key confirmation: the sender's first frame must be a ping, sealed

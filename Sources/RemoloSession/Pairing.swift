@@ -3,6 +3,7 @@
 // sides know it (it is the Noise PSK). Then each side stores the other's key.
 
 import Foundation
+import RemoloSystem
 import Synchronization
 internal import CSodium
 
@@ -14,11 +15,7 @@ public enum SessionClocks {
     /// Wall-clock Unix time (for handshake timestamps, which must survive restarts).
     public static let wall: SessionClock = { Date().timeIntervalSince1970 }
     /// CLOCK_MONOTONIC seconds (for expiries and lockouts).
-    public static let monotonic: SessionClock = {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    public static let monotonic: SessionClock = { MonotonicClock.seconds() }
 }
 
 /// A pairing secret: 120 random bits, shown as 24 Crockford base32 characters

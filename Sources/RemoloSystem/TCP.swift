@@ -1,17 +1,37 @@
-// TCP sockets for the control connection: blocking semantics over
+// TCP sockets (the control connection): blocking semantics over
 // non-blocking descriptors, with a poll(2) deadline on every read and write,
 // so a silent or slow peer can only ever cost a timeout.
 
 internal import Glibc
 import Synchronization
 
-private func errnoString(_ what: String) -> String { "\(what): \(String(cString: strerror(errno)))" }
+private func errnoString(_ what: String) -> String { SystemError.current(what).description }
+
+private func monotonicSeconds() -> Double { MonotonicClock.seconds() }
+
+/// Why a read, write, connect or accept on a TCP socket failed.
+public enum SocketError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The deadline passed while `what` (e.g. "waiting for a control frame").
+    case timedOut(String)
+    /// The peer closed the connection (end-of-file or reset).
+    case closed
+    /// Anything else, with the system's reason.
+    case failed(String)
+
+    public var description: String {
+        switch self {
+        case .timedOut(let what): return "timed out \(what); check the network path and that the peer is running"
+        case .closed: return "the peer closed the connection"
+        case .failed(let s): return s
+        }
+    }
+}
 
 /// A connected TCP socket, non-blocking underneath, closed on deinit.
 public final class TCPConnection: @unchecked Sendable {
     // @unchecked Sendable: handed from the accepting thread to exactly one
     // connection thread; never used by two threads at once.
-    let fd: Int32
+    public let fd: Int32
     /// Guards the descriptor's end against `shutdownReading()` from another
     /// thread: once closed, its number may belong to another file.
     private let closed = Mutex(false)
@@ -43,7 +63,7 @@ public final class TCPConnection: @unchecked Sendable {
 
     /// Whatever bytes have arrived (at most `max`), nil if none yet; never
     /// waits. Throws `.closed` at end-of-file.
-    func readAvailable(max: Int) throws(SessionError) -> [UInt8]? {
+    public func readAvailable(max: Int) throws(SocketError) -> [UInt8]? {
         var buf = [UInt8](repeating: 0, count: max)
         while true {
             let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, max, 0) }
@@ -53,62 +73,58 @@ public final class TCPConnection: @unchecked Sendable {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK: return nil
             case ECONNRESET: throw .closed
-            default: throw .io(errnoString("recv"))
+            default: throw .failed(errnoString("recv"))
             }
         }
     }
 
     /// Connects to a numeric address or host name, trying each address.
-    public static func connect(host: String, port: UInt16, timeout: Double) throws(SessionError) -> TCPConnection {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_family = AF_UNSPEC
-        var res: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &res)
-        guard rc == 0, let first = res else {
-            throw .io("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
-        }
-        defer { freeaddrinfo(first) }
+    public static func connect(host: String, port: UInt16, timeout: Double) throws(SocketError) -> TCPConnection {
         let deadline = monotonicSeconds() + timeout
-        var lastError = "no address for \(host)"
-        var ai: UnsafeMutablePointer<addrinfo>? = first
-        while let a = ai {
-            ai = a.pointee.ai_next
-            let fd = socket(a.pointee.ai_family, a.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), a.pointee.ai_protocol)
-            if fd < 0 { lastError = errnoString("socket"); continue }
-            let conn = TCPConnection(fd: fd)
-            if Glibc.connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 { return conn }
-            guard errno == EINPROGRESS else { lastError = errnoString("connect to \(host):\(port)"); continue }
-            do {
-                try conn.wait(for: Int16(POLLOUT), deadline: deadline, what: "connecting to \(host):\(port)")
-            } catch {
-                lastError = error.description
-                if case .timedOut = error { throw error }
-                continue
+        var lastError = SocketError.failed("no address for \(host)")
+        let conn: TCPConnection?
+        do throws(SocketSetupError) {
+            conn = try Socket.resolve(host, port, .stream, passive: false) { a -> TCPConnection? in
+                guard lastError != .timedOut("connecting to \(host):\(port)") else { return nil }
+                let fd: Int32
+                do throws(SystemError) { fd = try Socket.make(a) } catch { lastError = .failed(error.description); return nil }
+                let conn = TCPConnection(fd: fd)
+                if Glibc.connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 { return conn }
+                guard errno == EINPROGRESS else { lastError = .failed(errnoString("connect to \(host):\(port)")); return nil }
+                do throws(SocketError) {
+                    try conn.wait(for: Int16(POLLOUT), deadline: deadline, what: "connecting to \(host):\(port)")
+                } catch {
+                    lastError = error
+                    return nil
+                }
+                var err: Int32 = 0
+                var len = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+                if err == 0 { return conn }
+                lastError = .failed("connect to \(host):\(port): \(String(cString: strerror(err)))")
+                return nil
             }
-            var err: Int32 = 0
-            var len = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
-            if err == 0 { return conn }
-            lastError = "connect to \(host):\(port): \(String(cString: strerror(err)))"
+        } catch {
+            throw .failed(error.description)
         }
-        throw .io(lastError)
+        guard let conn else { throw lastError }
+        return conn
     }
 
-    func wait(for events: Int16, deadline: Double, what: String) throws(SessionError) {
+    public func wait(for events: Int16, deadline: Double, what: String) throws(SocketError) {
         while true {
             let left = deadline - monotonicSeconds()
             if left <= 0 { throw .timedOut(what) }
             var p = pollfd(fd: fd, events: events, revents: 0)
             let ms = Int32(min(left * 1000 + 1, Double(Int32.max)))
             let n = poll(&p, 1, ms)
-            if n < 0 { if errno == EINTR { continue }; throw .io(errnoString("poll")) }
+            if n < 0 { if errno == EINTR { continue }; throw .failed(errnoString("poll")) }
             if n > 0 { return }
         }
     }
 
     /// Reads up to `max` bytes, waiting until `deadline`; throws `.closed` at EOF.
-    func readSome(max: Int, deadline: Double, what: String) throws(SessionError) -> [UInt8] {
+    public func readSome(max: Int, deadline: Double, what: String) throws(SocketError) -> [UInt8] {
         var buf = [UInt8](repeating: 0, count: max)
         while true {
             let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, max, 0) }
@@ -120,11 +136,11 @@ public final class TCPConnection: @unchecked Sendable {
                 continue
             }
             if errno == ECONNRESET { throw .closed }
-            throw .io(errnoString("recv"))
+            throw .failed(errnoString("recv"))
         }
     }
 
-    func readExactly(_ count: Int, deadline: Double, what: String) throws(SessionError) -> [UInt8] {
+    public func readExactly(_ count: Int, deadline: Double, what: String) throws(SocketError) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(count)
         while out.count < count {
@@ -133,7 +149,7 @@ public final class TCPConnection: @unchecked Sendable {
         return out
     }
 
-    func writeAll(_ bytes: [UInt8], deadline: Double) throws(SessionError) {
+    public func writeAll(_ bytes: [UInt8], deadline: Double) throws(SocketError) {
         var off = 0
         while off < bytes.count {
             let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + off, bytes.count - off, Int32(MSG_NOSIGNAL)) }
@@ -144,7 +160,7 @@ public final class TCPConnection: @unchecked Sendable {
                 continue
             }
             if n < 0 && (errno == EPIPE || errno == ECONNRESET) { throw .closed }
-            throw .io(errnoString("send"))
+            throw .failed(errnoString("send"))
         }
     }
 }
@@ -159,32 +175,27 @@ public final class TCPListener: @unchecked Sendable {
 
     /// Binds to `host` (numeric IPv4/IPv6 address; "0.0.0.0" or "::" for
     /// all) and `port` (0 picks a free one, see `port`).
-    public init(host: String = "0.0.0.0", port: UInt16) throws(SessionError) {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST
-        var res: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &res)
-        guard rc == 0, let a = res else { throw .io("bad listen address \(host): \(String(cString: gai_strerror(rc)))") }
-        defer { freeaddrinfo(a) }
-        let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .io(errnoString("socket")) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 else {
-            let e = errnoString("bind \(host):\(port) (is another receiver running?)"); Glibc.close(fd); throw .io(e)
-        }
-        guard listen(fd, 64) == 0 else { let e = errnoString("listen"); Glibc.close(fd); throw .io(e) }
-        var ss = sockaddr_storage()
-        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &ss) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        let family = Int32(ss.ss_family)
-        let bound: UInt16 = withUnsafePointer(to: &ss) { p in
-            if family == AF_INET6 {
-                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+    public init(host: String = "0.0.0.0", port: UInt16) throws(SocketError) {
+        var failure = "no address for \(host)"
+        let fd: Int32?
+        do throws(SocketSetupError) {
+            fd = try Socket.resolve(host, port, .stream, passive: true) { a -> Int32? in
+                let fd: Int32
+                do throws(SystemError) { fd = try Socket.make(a) } catch { failure = error.description; return nil }
+                var one: Int32 = 1
+                setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+                guard bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 else {
+                    failure = errnoString("bind \(host):\(port) (is another receiver running?)"); Glibc.close(fd); return nil
+                }
+                guard listen(fd, 64) == 0 else { failure = errnoString("listen"); Glibc.close(fd); return nil }
+                return fd
             }
-            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        } catch {
+            throw .failed("bad listen address \(host): \(error)")
         }
+        guard let fd else { throw .failed(failure) }
+        let bound: UInt16
+        do { bound = try Socket.boundPort(fd) } catch { Glibc.close(fd); throw .failed(error.description) }
         self.fd = fd
         self.port = bound
         let flags = fcntl(fd, F_GETFL)
@@ -201,7 +212,7 @@ public final class TCPListener: @unchecked Sendable {
     public var isClosed: Bool { closed.withLock { $0 } }
 
     /// Waits up to `timeout` seconds for a connection; nil on timeout or after close().
-    public func accept(timeout: Double) throws(SessionError) -> TCPConnection? {
+    public func accept(timeout: Double) throws(SocketError) -> TCPConnection? {
         let deadline = monotonicSeconds() + timeout
         while !isClosed {
             let c = Glibc.accept(fd, nil, nil)
@@ -220,7 +231,7 @@ public final class TCPListener: @unchecked Sendable {
                 usleep(50_000)
             default:
                 if isClosed { return nil }
-                throw .io(errnoString("accept"))
+                throw .failed(errnoString("accept"))
             }
         }
         return nil

@@ -5,6 +5,7 @@
 
 internal import Glibc
 import Foundation
+import RemoloSystem
 import Synchronization
 
 /// Timeouts and caps for control connections.
@@ -45,8 +46,8 @@ public enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .handshake(let h): return h.description
         case .frame(let f): return "control frame refused (\(f)); the connection was closed"
-        case .timedOut(let what): return "timed out \(what); check the network path and that the peer is running"
-        case .closed: return "the peer closed the connection"
+        case .timedOut(let what): return SocketError.timedOut(what).description
+        case .closed: return SocketError.closed.description
         case .peerSaidBye(let r): return "the peer ended the session (\(r))"
         case .io(let s): return "socket error: \(s)"
         case .config(let c): return c.description
@@ -59,6 +60,23 @@ public enum SessionError: Error, Equatable, Sendable, CustomStringConvertible {
 }
 
 func monotonicSeconds() -> Double { SessionClocks.monotonic() }
+
+extension SessionError {
+    /// A socket failure as the session sees it.
+    public init(_ e: SocketError) {
+        switch e {
+        case .timedOut(let what): self = .timedOut(what)
+        case .closed: self = .closed
+        case .failed(let s): self = .io(s)
+        }
+    }
+}
+
+/// Runs a socket operation, its failure as a session error.
+@inline(__always)
+func tcp<T>(_ body: () throws(SocketError) -> T) throws(SessionError) -> T {
+    do { return try body() } catch { throw SessionError(error) }
+}
 
 /// Ends a session from another thread: records why and shuts the
 /// connection's reading side, so the channel's own thread (blocked in
@@ -115,7 +133,7 @@ public final class ControlChannel {
         guard !isClosed else { throw .closed }
         let frame: [UInt8]
         do { frame = try sealer.seal(message) } catch { throw .frame(error) }
-        do { try connection.writeAll(frame, deadline: monotonicSeconds() + (timeout ?? limits.idleTimeout)) } catch {
+        do { try tcp { () throws(SocketError) in try connection.writeAll(frame, deadline: monotonicSeconds() + (timeout ?? limits.idleTimeout)) } } catch {
             close(); throw error
         }
     }
@@ -148,7 +166,7 @@ public final class ControlChannel {
             while true {
                 if pending.isEmpty {
                     guard !isClosed else { throw .closed }
-                    guard let bytes = try connection.readAvailable(max: opener.bytesWanted) else { break }
+                    guard let bytes = try tcp({ () throws(SocketError) in try connection.readAvailable(max: opener.bytesWanted) }) else { break }
                     do { pending = try opener.feed(bytes) } catch { throw .frame(error) }
                     lastHeard = monotonicSeconds()
                     continue
@@ -187,7 +205,7 @@ public final class ControlChannel {
     func receiveRaw(deadline: Double) throws(SessionError) -> ControlMessage {
         while pending.isEmpty {
             guard !isClosed else { throw .closed }
-            let bytes = try connection.readSome(max: opener.bytesWanted, deadline: deadline, what: "waiting for a control frame")
+            let bytes = try tcp { () throws(SocketError) in try connection.readSome(max: opener.bytesWanted, deadline: deadline, what: "waiting for a control frame") }
             do { pending = try opener.feed(bytes) } catch { throw .frame(error) }
             lastHeard = monotonicSeconds()
         }
