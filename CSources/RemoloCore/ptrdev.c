@@ -19,6 +19,13 @@ static const unsigned int rel_axes[REMOLO_PTRDEV_AXES] = {
 	REL_X, REL_Y, REL_WHEEL, REL_HWHEEL, REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES,
 };
 
+/* Frames go to the kernel as raw bytes, so struct input_event must be the
+ * kernel's: two longs of time (zeroed; uinput stamps its own), then type,
+ * code, value. On 32-bit ARM that is 16 bytes even when userspace has a
+ * 64-bit time_t (linux/input.h switches to __kernel_ulong_t fields under
+ * __USE_TIME_BITS64, Linux 5.0); a header sizing it by time_t would get
+ * every write refused. */
+_Static_assert(sizeof(struct input_event) == 2 * sizeof(long) + 8, "input_event: the kernel's layout");
 _Static_assert(PLAYOUT_BTN_FIRST == BTN_LEFT, "playout buttons start at BTN_LEFT");
 _Static_assert(PLAYOUT_BTN_FIRST + PLAYOUT_BTN_COUNT - 1 == BTN_TASK,
 	       "playout buttons end at BTN_TASK");

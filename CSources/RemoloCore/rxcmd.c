@@ -14,6 +14,14 @@
 #define CMD_MASK (REMOLO_RX_CMDQ_CAP - 1)
 #define STAT_WORDS (sizeof(struct rx_stats) / sizeof(uint64_t))
 
+/* The seqlock copies u64 words with atomic builtins. Where those are not
+ * always lock-free (32-bit ARM before ARMv7, e.g. Debian armel) GCC emits
+ * libatomic calls that may take a lock, and the loop could then wait on a
+ * reader. ARMv7 (ldrexd/strexd, which fault on a u64 that is not 8-aligned;
+ * AAPCS aligns it) and AArch64 are lock-free. */
+_Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0), "u64 atomics without locks");
+_Static_assert(_Alignof(struct rx_stats) == sizeof(uint64_t), "stats words: 8-aligned");
+
 int64_t rx_cmd_push(struct rx_loop *l, const struct rx_cmd *c)
 {
 	struct rx_cmdq *q = &l->cmdq;
