@@ -1,4 +1,28 @@
-// The command table: each command registers here with its own file.
-let commands: [String: @Sendable ([String]) -> Void] = ["simulate": simulateCommand, "relay": relayCommand,
-                                                         "identity": identityCommand, "pair": pairCommand,
-                                                         "receive": receiveCommand, "send": sendCommand]
+import Foundation
+
+// The command table (the shape of wireguard-tools' wg.c): each command's
+// name, one line for the usage, and its entry point in its own file. The
+// top-level usage text is generated from it.
+
+struct Command: Sendable {
+    let name: String
+    let summary: String
+    let run: @Sendable ([String]) -> Void
+}
+
+let commands: [Command] = [
+    Command(name: "identity", summary: "print this host's key fingerprint (created on first use)", run: identityCommand),
+    Command(name: "pair", summary: "receiver: issue a pairing code and wait for a sender to pair", run: pairCommand),
+    Command(name: "receive", summary: "receiver: move this machine's pointer for paired senders", run: receiveCommand),
+    Command(name: "send", summary: "sender: connect to a receiver and send motion", run: sendCommand),
+    Command(name: "simulate", summary: "replay network scenarios through the playout core and score them", run: simulateCommand),
+    Command(name: "relay", summary: "forward UDP datagrams with a scenario's delays and losses", run: relayCommand),
+    Command(name: "version", summary: "print the version", run: { _ in print("remolo \(remoloVersion)") }),
+]
+
+let usage: String = {
+    let width = commands.map(\.name.count).max() ?? 0
+    let lines = commands.map { "  " + $0.name.padding(toLength: width + 4, withPad: " ", startingAt: 0) + $0.summary }
+    return "usage: remolo COMMAND [options]\n\ncommands:\n" + lines.joined(separator: "\n")
+        + "\n\nRun 'remolo COMMAND --help' for a command's options."
+}()

@@ -13,12 +13,6 @@ creating the identity in the config directory if there is none yet
 ($REMOLO_CONFIG_DIR, else $XDG_CONFIG_HOME/remolo or ~/.config/remolo).
 """
 
-/// Prints a line now, even into a pipe (progress of long-running commands).
-func say(_ line: String) {
-    print(line)
-    fflush(nil)
-}
-
 /// The config directory and this host's identity, or a clear error.
 func loadIdentity() -> (ConfigDirectory, Identity) {
     let dir = ConfigDirectory.forUser()
@@ -31,8 +25,8 @@ func loadIdentity() -> (ConfigDirectory, Identity) {
 }
 
 @Sendable func identityCommand(_ args: [String]) {
-    if args.contains("-h") || args.contains("--help") { print(identityUsage); exit(0) }
-    guard args.isEmpty else { fail("identity takes no options\n\(identityUsage)") }
+    var o = Options(args, usage: identityUsage)
+    if o.next() != nil { o.unknown() }
     let (dir, id) = loadIdentity()
     say("fingerprint: \(id.fingerprint)")
     say("public key:  \(id.publicKey.hex)")

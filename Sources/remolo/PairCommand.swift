@@ -21,22 +21,16 @@ Pairing also works on a running receiver: remolo receive --pair.
 """
 
 @Sendable func pairCommand(_ args: [String]) {
-    var listen = "0.0.0.0:\(defaultPort)"
+    var (host, port) = ("0.0.0.0", defaultPort)
     var timeout = PairingAuthority.defaultLifetime
-    var i = 0
-    while i < args.count {
-        switch args[i] {
-        case "-h", "--help": say(pairUsage); exit(0)
-        case "--listen": i += 1; listen = optionValue(args, i, "--listen")
-        case "--timeout":
-            i += 1
-            guard let t = Double(optionValue(args, i, "--timeout")), t > 0 else { fail("--timeout takes seconds > 0") }
-            timeout = t
-        default: fail("unknown option \(args[i])\n\(pairUsage)")
+    var o = Options(args, usage: pairUsage)
+    while let flag = o.next() {
+        switch flag {
+        case "--listen": (host, port) = o.hostPort()
+        case "--timeout": timeout = o.double(in: 0.001...86_400)
+        default: o.unknown()
         }
-        i += 1
     }
-    let (host, port) = parseHostPort(listen, what: "--listen")
     let (dir, identity) = loadIdentity()
     let trust: ReceiverTrust
     let listener: TCPListener

@@ -34,31 +34,8 @@ Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
 (modprobe uinput, plus a udev rule for non-root users) and io_uring.
 """
 
-/// Exits with the usage if option i is missing.
-func optionValue(_ args: [String], _ i: Int, _ flag: String) -> String {
-    guard i < args.count else { fail("\(flag) needs a value") }
-    return args[i]
-}
-
-/// HOST:PORT, [V6]:PORT, or :PORT.
-func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -> (String, UInt16) {
-    var host = defaultHost
-    var portText = s
-    if s.hasPrefix("["), let close = s.firstIndex(of: "]") {
-        host = String(s[s.index(after: s.startIndex)..<close])
-        portText = String(s[s.index(after: close)...].dropFirst())
-    } else if let colon = s.lastIndex(of: ":") {
-        if colon != s.startIndex { host = String(s[..<colon]) }
-        portText = String(s[s.index(after: colon)...])
-    }
-    guard let port = UInt16(portText) else {
-        fail("\(what) takes HOST:PORT (e.g. 192.168.1.20:\(defaultPort)), not '\(s)'")
-    }
-    return (host, port)
-}
-
 @Sendable func receiveCommand(_ args: [String]) {
-    var listen = "0.0.0.0:\(defaultPort)"
+    var (host, port) = ("0.0.0.0", defaultPort)
     var statsEvery: Double?
     var statsJSON = false
     var pair = false
@@ -67,34 +44,22 @@ func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -
     var seconds: Double?
     var recordPath: String?
     var sinkPath: String?
-    var i = 0
-    while i < args.count {
-        switch args[i] {
-        case "-h", "--help": say(receiveUsage); exit(0)
-        case "--listen": i += 1; listen = optionValue(args, i, "--listen")
-        case "--stats":
-            i += 1
-            guard let v = Double(optionValue(args, i, "--stats")), v > 0 else { fail("--stats takes seconds > 0") }
-            statsEvery = v
+    var o = Options(args, usage: receiveUsage)
+    while let flag = o.next() {
+        switch flag {
+        case "--listen": (host, port) = o.hostPort()
+        case "--stats": statsEvery = o.double(in: 0.001...86_400)
         case "--stats-json": statsJSON = true
         case "--pair": pair = true
-        case "--rt":
-            i += 1
-            guard let v = Int32(optionValue(args, i, "--rt")), (1...99).contains(v) else { fail("--rt takes 1-99") }
-            rt = v
-        case "--name": i += 1; name = optionValue(args, i, "--name")
-        case "--seconds":
-            i += 1
-            guard let v = Double(optionValue(args, i, "--seconds")), v > 0 else { fail("--seconds takes N > 0") }
-            seconds = v
-        case "--record-arrivals": i += 1; recordPath = optionValue(args, i, "--record-arrivals")
-        case "--sink": i += 1; sinkPath = optionValue(args, i, "--sink")
-        default: fail("unknown option \(args[i])\n\(receiveUsage)")
+        case "--rt": rt = o.int(in: 1...99)
+        case "--name": name = o.value()
+        case "--seconds": seconds = o.double(in: 0.001...1e9)
+        case "--record-arrivals": recordPath = o.value()
+        case "--sink": sinkPath = o.value()
+        default: o.unknown()
         }
-        i += 1
     }
     if statsJSON && statsEvery == nil { statsEvery = 1 }
-    let (host, port) = parseHostPort(listen, what: "--listen")
     let (dir, identity) = loadIdentity()
 
     // SIGINT/SIGTERM end the receiver cleanly (sessions flushed, buttons

@@ -17,34 +17,21 @@ usage: remolo relay --scenario NAME --listen ADDR:PORT --to ADDR:PORT [--seed N]
     var listen: String?, to: String?
     var seed: UInt64 = 1
     var seconds: Double?
-    var i = 0
-    func value() -> String {
-        i += 1
-        guard i < args.count else { fail("\(args[i - 1]) needs a value\n\(relayUsage)") }
-        return args[i]
-    }
-    while i < args.count {
-        switch args[i] {
-        case "-h", "--help": print(relayUsage); exit(0)
+    var o = Options(args, usage: relayUsage)
+    while let flag = o.next() {
+        switch flag {
         case "--scenario":
-            let v = value()
+            let v = o.value()
             guard let s = Scenario(name: v) else {
                 fail("unknown scenario '\(v)': valid are " + Scenario.allCases.map { "\($0.rawValue) (\($0.title))" }.joined(separator: ", "))
             }
             scenario = s
-        case "--listen": listen = value()
-        case "--to": to = value()
-        case "--seed":
-            let v = value()
-            guard let n = UInt64(v) else { fail("--seed takes a whole number, not '\(v)'") }
-            seed = n
-        case "--seconds":
-            let v = value()
-            guard let d = Double(v), d > 0 else { fail("--seconds takes a positive number, not '\(v)'") }
-            seconds = d
-        default: fail("unknown option '\(args[i])'\n\(relayUsage)")
+        case "--listen": listen = o.value()
+        case "--to": to = o.value()
+        case "--seed": seed = o.int(in: 0...UInt64.max)
+        case "--seconds": seconds = o.double(in: 0.001...1e9)
+        default: o.unknown()
         }
-        i += 1
     }
     guard let sc = scenario, let l = listen, let t = to else { fail("relay needs --scenario, --listen and --to\n\(relayUsage)") }
     let relay: UDPRelay

@@ -26,49 +26,35 @@ the connection or says bye ends the session, and the sender says why.
 """
 
 @Sendable func sendCommand(_ args: [String]) {
-    var to: String?
+    var to: (host: String, port: UInt16)?
     var code: PairingSecret?
     var shape = SyntheticGesture.Shape.circle
     var seconds = 3.0
     var size = 200.0
     var rate = 120.0
     var reconnect = false
-    var i = 0
-    while i < args.count {
-        switch args[i] {
-        case "-h", "--help": say(sendUsage); exit(0)
-        case "--to": i += 1; to = optionValue(args, i, "--to")
+    var o = Options(args, usage: sendUsage)
+    while let flag = o.next() {
+        switch flag {
+        case "--to": to = o.hostPort(defaultHost: "127.0.0.1")
         case "--pair":
-            i += 1
-            let typed = optionValue(args, i, "--pair")
+            let typed = o.value()
             guard let c = PairingSecret(typed: typed) else {
                 fail("'\(typed)' is not a pairing code (24 symbols like 7KQ2-M9XD-...); copy it from the receiver")
             }
             code = c
         case "--gesture":
-            i += 1
-            let g = optionValue(args, i, "--gesture")
-            guard let s = SyntheticGesture.Shape(rawValue: g) else { fail("--gesture takes circle, swipe or idle") }
+            let g = o.value()
+            guard let s = SyntheticGesture.Shape(rawValue: g) else { fail("--gesture takes circle, swipe or idle, not '\(g)'") }
             shape = s
-        case "--seconds":
-            i += 1
-            guard let v = Double(optionValue(args, i, "--seconds")), v >= 0 else { fail("--seconds takes N >= 0") }
-            seconds = v
-        case "--size":
-            i += 1
-            guard let v = Double(optionValue(args, i, "--size")), v > 0, v <= 5000 else { fail("--size takes 1-5000") }
-            size = v
-        case "--rate":
-            i += 1
-            guard let v = Double(optionValue(args, i, "--rate")), v >= 1, v <= 120 else { fail("--rate takes 1-120") }
-            rate = v
+        case "--seconds": seconds = o.double(in: 0...86_400)
+        case "--size": size = o.double(in: 1...5000)
+        case "--rate": rate = o.double(in: 1...120)
         case "--reconnect": reconnect = true
-        default: fail("unknown option \(args[i])\n\(sendUsage)")
+        default: o.unknown()
         }
-        i += 1
     }
-    guard let to else { fail("send needs --to HOST:PORT\n\(sendUsage)") }
-    let (host, port) = parseHostPort(to, what: "--to", defaultHost: "127.0.0.1")
+    guard let (host, port) = to else { fail("send needs --to HOST:PORT\n\(sendUsage)") }
     let (dir, identity) = loadIdentity()
 
     let tx: Sender
@@ -83,7 +69,7 @@ the connection or says bye ends the session, and the sender says why.
             let known = try PeerList.load(from: dir.file(PeerList.knownReceiversFile))
             guard let receiver = known.key(labelled: "\(host):\(port)") ?? (known.entries.count == 1 ? known.entries[0].key : nil) else {
                 fail(known.entries.isEmpty
-                     ? "not paired with any receiver: run `remolo pair` on the receiver, then `remolo send --to \(to) --pair CODE`"
+                     ? "not paired with any receiver: run `remolo pair` on the receiver, then `remolo send --to \(host):\(port) --pair CODE`"
                      : "not paired with \(host):\(port) (known: \(known.entries.map(\.label).joined(separator: ", "))); pair with --pair CODE",
                      code: 1)
             }

@@ -1,0 +1,87 @@
+import Foundation
+
+// The one option parser of the command line: flags are read in order, each
+// value checked where it is read, and every mistake ends the command with a
+// message that says what was expected (exit status 2).
+
+/// Prints to standard error and exits: errors say how to fix.
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data("remolo: \(message)\n".utf8))
+    exit(code)
+}
+
+/// Prints a line now, even into a pipe (progress of long-running commands).
+func say(_ line: String) {
+    print(line)
+    fflush(nil)
+}
+
+struct Options {
+    private let args: [String]
+    private var i = 0
+    private var flag = ""
+    let usage: String
+
+    init(_ args: [String], usage: String) {
+        self.args = args
+        self.usage = usage
+    }
+
+    /// The next flag, nil at the end. `-h`/`--help` prints the usage and exits.
+    mutating func next() -> String? {
+        guard i < args.count else { return nil }
+        flag = args[i]
+        i += 1
+        if flag == "-h" || flag == "--help" { print(usage); exit(0) }
+        return flag
+    }
+
+    /// The current flag's value.
+    mutating func value() -> String {
+        guard i < args.count else { fail("\(flag) needs a value\n\(usage)") }
+        i += 1
+        return args[i - 1]
+    }
+
+    mutating func double(in range: ClosedRange<Double>) -> Double {
+        let v = value()
+        guard let d = Double(v), range.contains(d) else {
+            fail("\(flag) takes a number from \(format(range.lowerBound)) to \(format(range.upperBound)), not '\(v)'")
+        }
+        return d
+    }
+
+    mutating func int<T: FixedWidthInteger>(in range: ClosedRange<T>) -> T {
+        let v = value()
+        guard let n = T(v), range.contains(n) else {
+            fail("\(flag) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(v)'")
+        }
+        return n
+    }
+
+    /// HOST:PORT, [V6]:PORT, or :PORT (the host then `defaultHost`).
+    mutating func hostPort(defaultHost: String = "0.0.0.0") -> (host: String, port: UInt16) {
+        parseHostPort(value(), what: flag, defaultHost: defaultHost)
+    }
+
+    func unknown() -> Never { fail("unknown option '\(flag)'\n\(usage)") }
+
+    private func format(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
+}
+
+/// HOST:PORT, [V6]:PORT, or :PORT.
+func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -> (host: String, port: UInt16) {
+    var host = defaultHost
+    var portText = s
+    if s.hasPrefix("["), let close = s.firstIndex(of: "]") {
+        host = String(s[s.index(after: s.startIndex)..<close])
+        portText = String(s[s.index(after: close)...].dropFirst())
+    } else if let colon = s.lastIndex(of: ":") {
+        if colon != s.startIndex { host = String(s[..<colon]) }
+        portText = String(s[s.index(after: colon)...])
+    }
+    guard let port = UInt16(portText) else {
+        fail("\(what) takes HOST:PORT (e.g. 192.168.1.20:\(defaultPort)), not '\(s)'")
+    }
+    return (host, port)
+}
