@@ -220,6 +220,7 @@ static int push(struct rx_loop *l, uint32_t slot, uint64_t now, const struct pla
 	int res = playout_push(&l->po[slot], now, pkt);
 
 	l->st.clamped += l->po[slot].stats.clamped - clamped;
+	l->st.delay_us = l->po[slot].delay.delay_us;
 	switch (res) {
 	case PLAYOUT_PUSH_LATE:
 		l->st.pushed_late++;

@@ -75,6 +75,8 @@ public struct ReceiverStats: Sendable, Equatable {
     /// Packets whose deltas were over the single-packet bound (1024 px per
     /// axis, 10 notches), clamped to it.
     public var clampedPackets: UInt64
+    /// The playout delay (us) of the session that last received a packet.
+    public var delayUs: UInt64
     /// Drain ticks handled; ticks that found the timer had fired more than
     /// once since the last one; the expirations they missed.
     public var ticks: UInt64
@@ -129,6 +131,7 @@ public struct ReceiverStats: Sendable, Equatable {
         receiveErrors = s.recv_errors
         latePackets = s.pushed_late
         clampedPackets = s.clamped
+        delayUs = s.delay_us
         ticks = s.ticks
         lateTicks = s.late_ticks
         missedTicks = s.missed_ticks
@@ -167,7 +170,7 @@ public struct ReceiverStats: Sendable, Equatable {
         fields += [
             ("truncated", "\(truncated)"), ("buffer_ring_empty", "\(bufferRingEmpty)"),
             ("receive_arms", "\(receiveArms)"), ("receive_errors", "\(receiveErrors)"),
-            ("late_packets", "\(latePackets)"), ("clamped_packets", "\(clampedPackets)"),
+            ("late_packets", "\(latePackets)"), ("clamped_packets", "\(clampedPackets)"), ("delay_us", "\(delayUs)"),
             ("ticks", "\(ticks)"), ("late_ticks", "\(lateTicks)"), ("missed_ticks", "\(missedTicks)"),
             ("frames", "\(frames)"), ("split_frames", "\(splitFrames)"), ("write_errors", "\(writeErrors)"),
             ("last_write_errno", "\(lastWriteErrno)"), ("timer_starts", "\(timerStarts)"),

@@ -136,16 +136,18 @@ public final class Sender {
     /// Back-off between reconnection attempts: doubles from the first to the last.
     public static let reconnectBackoff: (first: Double, last: Double) = (0.25, 4)
 
-    /// Sends datagrams of `channel`'s session to host:port over UDP;
-    /// `reconnect` opens a new session when this one dies.
-    public init(channel: ControlChannel, host: String, port: UInt16,
+    /// Sends datagrams of `channel`'s session to host:port over UDP (or to
+    /// `datagramsTo`, e.g. a relay in front of the receiver); `reconnect`
+    /// opens a new session when this one dies.
+    public init(channel: ControlChannel, host: String, port: UInt16, datagramsTo: (host: String, port: UInt16)? = nil,
                 reconnect: (() throws -> ControlChannel)? = nil) throws(SenderError) {
         self.channel = channel
         self.host = host
         self.port = port
         self.reconnector = reconnect
         sealer = try Self.sealer(for: channel)
-        do { fd = try Socket.connectUDP(host: host, port: port) } catch { throw SenderError(error.description) }
+        let udp = datagramsTo ?? (host, port)
+        do { fd = try Socket.connectUDP(host: udp.host, port: udp.port) } catch { throw SenderError(error.description) }
         lastPing = MonotonicClock.seconds()
     }
 
@@ -173,12 +175,15 @@ public final class Sender {
     /// (and reconnects as a paired sender).
     public static func pair(host: String, port: UInt16, identity: Identity, code: PairingSecret,
                             directory: ConfigDirectory?, label: String,
-                            limits: SessionLimits = SessionLimits()) throws -> Sender {
+                            limits: SessionLimits = SessionLimits(),
+                            datagramsTo: (host: String, port: UInt16)? = nil) throws -> Sender {
         let ch = try RemoloSender.pair(host: host, port: port, identity: identity, secret: code,
                                        directory: directory, label: label, limits: limits)
         let receiver = ch.peer
         let open = { try RemoloSender.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
-        do { return try Sender(channel: ch, host: host, port: port, reconnect: open) } catch { ch.close(); throw error }
+        do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open) } catch {
+            ch.close(); throw error
+        }
     }
 
     /// Seals and sends one datagram stamped `at` (sender clock, us).

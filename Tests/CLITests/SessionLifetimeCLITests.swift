@@ -130,3 +130,24 @@ import Testing
         #expect((CLIProcess.field("opened", in: final) ?? 0) > 60, "motion resumed on the new receiver: \(final)")
     }
 }
+
+/// `remolo demo`, the README's first command: the whole product on one
+/// machine, without uinput.
+@Suite struct DemoCLITests {
+    @Test("1: the demo pairs, relays, plays into the recording sink, scores both playouts and exits 0")
+    func demoRunsEndToEnd() throws {
+        let c = try PairedConfigs(label: "demo", paired: false)
+        defer { c.remove() }
+        let svg = c.root + "/demo.svg"
+        let demo = try CLIProcess(["demo", "--seconds", "2", "--svg", svg, "--no-uinput", "--scenario", "S3"],
+                                  configDir: c.receiver, log: c.log("demo"))
+        #expect(demo.wait(upTo: 60) == 0, "\(demo.output)")
+        let out = demo.output
+        #expect(out.contains("output: recording sink"), "\(out)")
+        #expect(out.contains("demo S3   default") && out.contains("demo S3   arrival"), "\(out)")
+        let svgText = try String(contentsOfFile: svg, encoding: .utf8)
+        #expect(svgText.hasPrefix("<svg") || svgText.contains("<svg"), "an SVG was written")
+        let opened = out.split(separator: "\n").first { $0.hasPrefix("sent ") }.map(String.init) ?? ""
+        #expect(opened.contains("relay lost"), "\(opened)")
+    }
+}

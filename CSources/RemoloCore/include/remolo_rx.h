@@ -147,6 +147,8 @@ struct rx_stats {
 	uint64_t pushed_merged;
 	uint64_t pushed_forced;
 	uint64_t pushed_rejected;
+	uint64_t delay_us;              /* the playout delay of the session that
+					 * last received a packet */
 	uint64_t clamped;               /* packets over the single-packet bound
 					 * (REMOLO_MAX_MOTION_Q8, REMOLO_MAX_SCROLL_Q8) */
 	uint64_t ticks;                 /* timer completions handled */
