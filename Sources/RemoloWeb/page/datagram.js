@@ -1,0 +1,107 @@
+// Sealed pointer datagrams (README, Protocol, "Pointer datagrams"): 49
+// bytes each, sender to receiver over UDP, all integers little-endian.
+//
+//   0  session id (8)  | 8 counter u64 (8) | 16 ciphertext (17) | 33 tag (16)
+//   plaintext: kind u8 | a i32 | b i32 | tx_us u64
+//
+// The AEAD is RFC 8439's with the nonce 00000000 || counter (u64 LE) and
+// the first 16 bytes (session id, counter) as associated data.
+
+import { aeadSeal, aeadOpen } from "./chacha20poly1305.js";
+import { toU64, view } from "./bytes.js";
+
+export const DATAGRAM_LENGTH = 49;
+export const HEADER_LENGTH = 16;
+export const PLAINTEXT_LENGTH = 17;
+export const Kind = Object.freeze({ motion: 1, scroll: 2, button: 3, heartbeat: 4 });
+const U64_MAX = 0xffffffffffffffffn;
+
+function int32(v, what) {
+  if (!Number.isInteger(v) || v < -0x80000000 || v > 0x7fffffff) throw new RangeError(`${what} must be an i32, got ${v}`);
+  return v;
+}
+
+/** Motion, Q8 pixels (256 per pixel), x right and y down. */
+export const motion = (dx, dy) => ({ kind: Kind.motion, a: int32(dx, "dx"), b: int32(dy, "dy") });
+/** Scroll, Q8 hi-res wheel units (256 per 1/120 notch), up and right positive. */
+export const scroll = (vertical, horizontal) => ({ kind: Kind.scroll, a: int32(vertical, "vertical"), b: int32(horizontal, "horizontal") });
+/** A Linux BTN_* code (e.g. BTN_LEFT 0x110) pressed or released. */
+export function button(code, down) {
+  if (!Number.isInteger(code) || code < 0 || code > 0xffff) throw new RangeError(`a button code is a Linux BTN_* code in 0..65535, got ${code}`);
+  return { kind: Kind.button, a: code, b: down ? 1 : 0 };
+}
+/** Every 100 ms while the trackpad is shown and still. */
+export const heartbeat = () => ({ kind: Kind.heartbeat, a: 0, b: 0 });
+
+// 00000000 || counter little-endian (RFC 8439 section 2.8: a 32-bit
+// constant, here zero, then a 64-bit IV, here the counter).
+function nonceFor(counter) {
+  const n = new Uint8Array(12);
+  view(n).setBigUint64(4, counter, true);
+  return n;
+}
+
+/**
+ * Seals a session's datagrams with a counter that starts at 0 and never
+ * repeats under the key (a repeat would reuse the nonce).
+ */
+export class DatagramSealer {
+  /**
+   * @param {Uint8Array} key the handshake result's datagramKey (32 bytes)
+   * @param {Uint8Array} sessionId the handshake result's sessionId (8 bytes)
+   */
+  constructor(key, sessionId) {
+    if (!(key instanceof Uint8Array) || key.length !== 32) throw new TypeError("a datagram key is 32 bytes (a handshake result's datagramKey)");
+    if (!(sessionId instanceof Uint8Array) || sessionId.length !== 8) throw new TypeError("a session id is 8 bytes (a handshake result's sessionId)");
+    this.key = key;
+    this.sessionId = sessionId.slice();
+    this.counter = 0n;
+  }
+
+  /**
+   * One 49-byte datagram for a payload (motion(), scroll(), button(),
+   * heartbeat()) stamped with the sender clock in microseconds.
+   */
+  seal(payload, txMicros) {
+    if (this.counter > U64_MAX) throw new RangeError("datagram counter exhausted: open a new session (new keys)");
+    const out = sealDatagram(this.key, this.sessionId, this.counter, payload, txMicros);
+    this.counter += 1n;
+    return out;
+  }
+}
+
+/** Seals one datagram with an explicit counter (the sealer's building block, and test vectors). */
+export function sealDatagram(key, sessionId, counter, { kind, a, b }, txMicros) {
+  const header = new Uint8Array(HEADER_LENGTH);
+  header.set(sessionId, 0);
+  view(header).setBigUint64(8, toU64(counter, "counter"), true);
+  const plain = new Uint8Array(PLAINTEXT_LENGTH);
+  const p = view(plain);
+  plain[0] = kind;
+  p.setInt32(1, a, true);
+  p.setInt32(5, b, true);
+  p.setBigUint64(9, toU64(txMicros, "tx_us"), true);
+  const out = new Uint8Array(DATAGRAM_LENGTH);
+  out.set(header);
+  out.set(aeadSeal(key, nonceFor(view(header).getBigUint64(8, true)), plain, header), HEADER_LENGTH);
+  plain.fill(0);
+  return out;
+}
+
+/**
+ * Opens one datagram under a key: {sessionId, counter, kind, a, b, txMicros}
+ * or null if it is not 49 bytes or its tag fails. (The receiver's other
+ * checks, session and replay, are its own.)
+ */
+export function openDatagram(key, datagram) {
+  if (!(datagram instanceof Uint8Array) || datagram.length !== DATAGRAM_LENGTH) return null;
+  const header = datagram.subarray(0, HEADER_LENGTH);
+  const counter = view(header).getBigUint64(8, true);
+  const plain = aeadOpen(key, nonceFor(counter), datagram.subarray(HEADER_LENGTH), header);
+  if (plain === null) return null;
+  const p = view(plain);
+  return {
+    sessionId: header.slice(0, 8), counter, kind: plain[0],
+    a: p.getInt32(1, true), b: p.getInt32(5, true), txMicros: p.getBigUint64(9, true),
+  };
+}

@@ -1,0 +1,189 @@
+// The page's protocol code against the real Swift receiver on loopback:
+// pair with `remolo receive --pair` over TCP, open an IK session, confirm
+// the keys, send control frames and UDP datagrams, and read the
+// receiver's --stats-json counters and session log.
+//
+// Needs the remolo binary: `swift build --product remolo` (or set
+// REMOLO_BIN). Skipped, saying so, when it is not there.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import net from "node:net";
+import dgram from "node:dgram";
+import { SenderHandshake, HandshakeMessageReader } from "../../Sources/RemoloWeb/page/handshake.js";
+import { SenderSession } from "../../Sources/RemoloWeb/page/session.js";
+import { DatagramSealer, sealDatagram, motion, heartbeat } from "../../Sources/RemoloWeb/page/datagram.js";
+import { decodePairingCode, pairingPsk, fingerprint } from "../../Sources/RemoloWeb/page/pairing.js";
+import { generateKeyPair } from "../../Sources/RemoloWeb/page/x25519.js";
+import { toHex } from "../../Sources/RemoloWeb/page/bytes.js";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const bin = process.env.REMOLO_BIN ?? join(root, ".build", "debug", "remolo");
+const skip = existsSync(bin) ? false : `no remolo binary at ${bin}: run \`swift build --product remolo\` first (or set REMOLO_BIN)`;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const nowMicros = () => process.hrtime.bigint() / 1000n;
+
+/** The receiver as a child process, its stdout as lines to wait on. */
+function startReceiver(configDir, sink) {
+  const child = spawn(bin, ["receive", "--pair", "--listen", "127.0.0.1:0", "--sink", sink, "--stats-json", "--stats", "0.25", "--seconds", "30"],
+    { env: { ...process.env, REMOLO_CONFIG_DIR: configDir }, stdio: ["ignore", "pipe", "pipe"] });
+  const lines = [];
+  const waiters = [];
+  let partial = "";
+  const onData = (chunk) => {
+    partial += chunk;
+    const parts = partial.split("\n");
+    partial = parts.pop();
+    for (const line of parts) {
+      lines.push(line);
+      for (const w of [...waiters]) if (w.re.test(line)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(line.match(w.re)); }
+    }
+  };
+  child.stdout.setEncoding("utf8").on("data", onData);
+  child.stderr.setEncoding("utf8").on("data", onData);
+  const exited = new Promise((r) => child.on("exit", r));
+  return {
+    child, lines, exited,
+    waitFor(re, ms = 10000) {
+      const hit = lines.find((l) => re.test(l));
+      if (hit) return Promise.resolve(hit.match(re));
+      return new Promise((resolve, reject) => {
+        const w = { re, resolve };
+        waiters.push(w);
+        setTimeout(() => reject(new Error(`receiver never printed ${re} within ${ms} ms; it said:\n${lines.join("\n")}`)), ms).unref();
+      });
+    },
+  };
+}
+
+/** One TCP connection: bytes in through a queue the handshake and session read from. */
+function connect(port) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1");
+    const chunks = [];
+    let wake = null;
+    socket.on("data", (d) => { chunks.push(new Uint8Array(d)); wake?.(); });
+    let ended = false;
+    socket.on("close", () => { ended = true; wake?.(); });
+    socket.on("error", reject);
+    socket.on("connect", () => resolve({
+      socket,
+      async read(ms = 5000) {
+        const deadline = Date.now() + ms;
+        while (chunks.length === 0) {
+          if (ended && chunks.length === 0) throw new Error("the receiver closed the connection");
+          if (Date.now() > deadline) throw new Error("no reply from the receiver within 5 s");
+          await new Promise((r) => { wake = r; setTimeout(r, 50); });
+        }
+        return chunks.shift();
+      },
+      write: (bytes) => socket.write(bytes),
+    }));
+  });
+}
+
+/** Runs a sender handshake and the key confirmation over one connection. */
+async function openSession(conn, handshake) {
+  const reader = new HandshakeMessageReader();
+  let out = await handshake.start();
+  for (;;) {
+    conn.write(out);
+    if (handshake.result) break; // XXpsk3: message 3 was the last
+    let msg = reader.feed();
+    while (!msg) msg = reader.feed(await conn.read());
+    out = await handshake.receive(msg);
+    if (!out) break; // IK: message 2 was the last
+  }
+  const session = new SenderSession(handshake.result);
+  conn.write(session.confirmationPing());
+  const early = [];
+  let rest = reader.takeRest();
+  while (!session.confirmed) {
+    early.push(...session.feed(rest));
+    if (!session.confirmed) rest = await conn.read();
+  }
+  return { session, early };
+}
+
+test("pairs with, opens a session on, and moves the pointer of the Swift receiver", { skip, timeout: 60000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "remolo-web-")); // mode 0700
+  const rx = startReceiver(join(dir, "config"), join(dir, "frames"));
+  try {
+    const [, receiverFingerprint, port] = await rx.waitFor(/^receiver (\S+) listening on 127\.0\.0\.1:(\d+)/);
+    const [, code] = await rx.waitFor(/^pairing code: (\S+)/);
+    const phone = await generateKeyPair();
+
+    // 1. Pairing (XXpsk3) with the printed code, then key confirmation.
+    const pairingConn = await connect(Number(port));
+    const pairing = SenderHandshake.pairing({ identity: phone, psk: pairingPsk(decodePairingCode(code)) });
+    const paired = await openSession(pairingConn, pairing);
+    assert.ok(paired.session.confirmed, "the receiver answered ping with pong(token)");
+    const receiverKey = pairing.result.peer;
+    assert.equal(fingerprint(receiverKey), receiverFingerprint, "the key learned by pairing is the one the receiver prints");
+    await rx.waitFor(new RegExp(`from ${fingerprint(phone.publicKey)} \\(newly paired\\)`));
+    assert.match(readFileSync(join(dir, "config", "authorized-senders"), "utf8"), new RegExp(toHex(phone.publicKey)));
+    pairingConn.write(paired.session.seal({ type: "bye", reason: 0 }));
+    pairingConn.socket.end();
+
+    // 2. A session (IK) with the key learned, then confirmation.
+    const conn = await connect(Number(port));
+    const hs = SenderHandshake.session({ identity: phone, receiverPublicKey: receiverKey });
+    const { session } = await openSession(conn, hs);
+    assert.ok(session.confirmed);
+    const [, sessionName] = await rx.waitFor(new RegExp(`session (\\S+) from ${fingerprint(phone.publicKey)}$`));
+
+    // 3. Datagrams over UDP: 60 motions of (+2, -1) px, 8 ms apart, then
+    //    one replayed, one altered, one for an unknown session, and a heartbeat.
+    const udp = dgram.createSocket("udp4");
+    const send = (d) => new Promise((r) => udp.send(d, Number(port), "127.0.0.1", r));
+    const { datagramKey, sessionId } = hs.result;
+    const sealer = new DatagramSealer(datagramKey, sessionId);
+    let last;
+    for (let i = 0; i < 60; i++) {
+      last = sealer.seal(motion(512, -256), nowMicros());
+      await send(last);
+      await sleep(8);
+    }
+    await send(last); // replay
+    const altered = sealer.seal(motion(512, 0), nowMicros());
+    altered[20] ^= 1;
+    await send(altered); // bad_tag
+    await send(sealDatagram(datagramKey, Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8), 0, motion(512, 0), nowMicros())); // unknown_session
+    await send(sealer.seal(heartbeat(), nowMicros()));
+
+    // 4. Control frames: a click and a fallback motion of +10 px.
+    const ns = () => process.hrtime.bigint();
+    conn.write(session.seal({ type: "button", button: 1, down: true, senderTimeNs: ns(), sequence: 1 }));
+    conn.write(session.seal({ type: "motion", dx: 2560, dy: 0, senderTimeNs: ns() }));
+    conn.write(session.seal({ type: "button", button: 1, down: false, senderTimeNs: ns(), sequence: 2 }));
+    conn.write(session.seal({ type: "ping", token: 42n }));
+    let pong = [];
+    while (pong.length === 0) pong = session.feed(await conn.read());
+    assert.deepEqual(pong, [{ type: "pong", token: 42n }], "the receiver opened our frames 1..4 and answered the ping");
+    await sleep(300);
+    conn.write(session.seal({ type: "bye", reason: 0 }));
+    conn.socket.end();
+    udp.close();
+    await rx.waitFor(new RegExp(`session ${sessionName} ended`));
+
+    rx.child.kill("SIGINT");
+    await rx.exited;
+    if (process.env.REMOLO_WEB_VERBOSE) console.log(rx.lines.filter((l) => !l.startsWith("{")).join("\n"));
+    const stats = JSON.parse(rx.lines.filter((l) => l.startsWith("{")).at(-1));
+    assert.equal(stats.opened, 61, "60 motions and a heartbeat opened");
+    assert.deepEqual(stats.drops, { short: 0, long: 0, unknown_session: 1, replay: 1, bad_tag: 1, bad_kind: 0, bad_field: 0 });
+    assert.equal(stats.total_dx, 60 * 2 + 10, "datagram motion plus the control-frame motion, in pixels");
+    assert.equal(stats.total_dy, -60);
+    assert.ok(stats.buttons >= 2, `a press and a release played (buttons ${stats.buttons})`);
+    assert.ok(stats.sessions_added >= 2, "the pairing's session and the IK session");
+  } finally {
+    if (rx.child.exitCode === null) rx.child.kill("SIGINT");
+    await rx.exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
