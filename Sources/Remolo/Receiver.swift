@@ -238,6 +238,8 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// The UDP socket's local port.
     public let port: UInt16
     private let stopped = Mutex(false)
+    /// Each live session's slot in the loop (where its receipt counts are).
+    private let slots = Mutex<[DatagramSessionID: Int]>([:])
 
     /// How long a command may wait for the loop (it runs within a tick).
     static let commandTimeout = 2.0
@@ -359,8 +361,11 @@ public final class ReceiveLoop: @unchecked Sendable {
             }
         }
         let r = try command(c)
+        if r >= 0 {
+            slots.withLock { $0[id] = Int(r) }
+            return
+        }
         switch -r {
-        case 0: return
         case EEXIST: throw ReceiverError("session \(id) is already live")
         case ENOSPC: throw ReceiverError("too many live sessions (\(DatagramOpener.capacity))")
         default: throw ReceiverError("adding session \(id): \(String(cString: strerror(-r)))")
@@ -371,7 +376,17 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// released, and its datagrams are dropped from now on. False if unknown.
     @discardableResult
     public func removeSession(_ id: DatagramSessionID) throws(ReceiverError) -> Bool {
-        try command(Self.cmd(RX_OP_REMOVE_SESSION, id)) == 0
+        slots.withLock { _ = $0.removeValue(forKey: id) }
+        return try command(Self.cmd(RX_OP_REMOVE_SESSION, id)) == 0
+    }
+
+    /// Datagrams of this session opened so far (what its receipts say);
+    /// nil for a session the loop does not hold.
+    public func datagramsOpened(_ id: DatagramSessionID) -> UInt64? {
+        guard let slot = slots.withLock({ $0[id] }) else { return nil }
+        var s = rx_stats()
+        rx_stats_read(storage.loop, &s)
+        return withUnsafeBytes(of: s.slot_opened) { $0.bindMemory(to: UInt64.self)[slot] }
     }
 
     /// What came over the control channel (a button, or internet-fallback
@@ -560,9 +575,11 @@ public final class Receiver: @unchecked Sendable {
         onEvent("session \(id) from \(channel.peer.fingerprint)\(channel.result.isPairing ? " (newly paired)" : "")")
         var why = "closed"
         var grace = true
+        channel.afterPong = { .receipt(loop.datagramsOpened(id) ?? 0) }
         loop: while true {
             do throws(SessionError) {
                 let m = try channel.receive()
+                if case .pong = m { continue }   // nothing asked for it; it renewed the idle deadline
                 guard let d = played(m) else {
                     // Settings belong to the sender (the curve runs where the
                     // samples are); a receiver that took them would apply
@@ -600,10 +617,7 @@ public final class Receiver: @unchecked Sendable {
         case .scroll(let e):
             // dx horizontal (right positive), dy vertical (up positive), Q8 hi-res units.
             return Datagram(.scroll(vertical: e.dy, horizontal: e.dx), senderTimeMicros: e.senderTimeNs / 1000)
-        case .pong:
-            // Nothing asked for it; harmless (it renewed the idle deadline).
-            return nil
-        case .settings, .ping, .bye:
+        case .settings, .receipt, .ping, .pong, .bye:
             return nil
         }
     }
