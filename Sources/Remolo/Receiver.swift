@@ -540,6 +540,36 @@ public final class Receiver: @unchecked Sendable {
     public var stats: ReceiverStats { loop.stats }
     public var liveSessions: Int { sessions.count }
 
+    /// One live session, for status views.
+    public struct SessionInfo: Sendable {
+        public var id: DatagramSessionID
+        public var peer: PublicKey
+        /// Datagrams of this session opened so far.
+        public var opened: UInt64
+    }
+
+    /// The live sessions, oldest first by id order.
+    public var sessionInfo: [SessionInfo] {
+        sessions.snapshot().map { SessionInfo(id: $0.0, peer: $0.1, opened: loop.datagramsOpened($0.0) ?? 0) }
+            .sorted { $0.id.description < $1.id.description }
+    }
+
+    /// A small table for a person: the loop's delay and lateness, drops by
+    /// reason, and one row per session (`remolo receive --stats` on a terminal).
+    public var statusTable: String {
+        let s = stats
+        var out = "remolo receive  port \(port)  sessions \(liveSessions)  delay \(String(format: "%.1f", Double(s.delayUs) / 1000)) ms"
+        out += "  late packets \(s.latePackets) of \(s.opened)  ticks late \(s.lateTicks) missed \(s.missedTicks)\n"
+        out += "datagrams \(s.datagrams)  opened \(s.opened)  dropped \(s.dropped)"
+        for r in DatagramDropReason.allCases { out += "  \(r.name) \(s[r])" }
+        out += "\n\n  session           sender fingerprint                         opened\n"
+        for i in sessionInfo {
+            out += "  \(i.id)  \(i.peer.fingerprint)  \(i.opened)\n"
+        }
+        if liveSessions == 0 { out += "  (no session)\n" }
+        return out
+    }
+
     /// How long `stop()` waits for sessions to say bye before the loop goes.
     static let byeWait = 1.0
 
@@ -643,6 +673,8 @@ private final class SessionTable: Sendable {
     let state = Mutex(State())
 
     var count: Int { state.withLock { $0.entries.count } }
+
+    func snapshot() -> [(DatagramSessionID, PublicKey)] { state.withLock { $0.entries.map { ($0.key, $0.value.peer) } } }
     var serving: Int { state.withLock { $0.serving } }
     var isStopping: Bool { state.withLock { $0.stopping } }
 
