@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                 path: "Sources/Remolo", exclude: ["Lab/RESULTS.md"]),
         .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloSession", "RemoloSystem"], path: "Sources/remolo"),
-        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloSession", "RemoloCore", "BenchSupport"],
+        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
                           path: "Bench/Sources"),
 
         // What the test targets share (subprocesses, paired configs, polling).

@@ -238,12 +238,13 @@ public struct Framer: Sendable {
         var f = Frame(timeUs: t)
 
         var mx = 0.0, my = 0.0, sv = 0.0, sh = 0.0
-        var keep: [Pending] = []
+        var later = false
         for p in pending {
-            if p.timeUs > t { keep.append(p); continue }
+            if p.timeUs > t { later = true; continue }
             if p.isScroll { sv += p.a; sh += p.b } else { mx += p.a; my += p.b }
         }
-        pending = keep
+        // In place, keeping the capacity: a steady stream allocates nothing.
+        if later { pending.removeAll { $0.timeUs <= t } } else { pending.removeAll(keepingCapacity: true) }
         if let m = momentum {
             let d = m.distance(fromUs: from, toUs: t)
             sv += d.vertical
