@@ -180,6 +180,8 @@ public struct Framer: Sendable {
     /// The Q8 remainders not yet sent: motion x, y; scroll vertical, horizontal.
     public private(set) var carry: (motionX: Double, motionY: Double, vertical: Double, horizontal: Double) = (0, 0, 0, 0)
     public private(set) var momentum: ScrollMomentum?
+    /// The time of the last button change accepted.
+    private var lastButtonUs: UInt64 = 0
     /// When the last datagram (motion, scroll or heartbeat) went out.
     public private(set) var lastDatagramUs: UInt64?
 
@@ -208,8 +210,9 @@ public struct Framer: Sendable {
     @discardableResult
     public mutating func addButton(_ change: ButtonChange) -> Bool {
         var c = change
-        if let last = buttonQueue.last, c.timeUs < last.timeUs { c.timeUs = last.timeUs }
+        c.timeUs = max(c.timeUs, lastButtonUs)
         guard buttons.apply(c) else { return false }
+        lastButtonUs = c.timeUs
         buttonQueue.append(c)
         return true
     }
@@ -292,7 +295,8 @@ public struct Framer: Sendable {
         let queued = buttonQueue
         buttonQueue.removeAll()
         momentum = nil
-        let t = max(timeUs, queued.last?.timeUs ?? 0)
+        let t = max(timeUs, lastButtonUs)
+        lastButtonUs = t
         return queued + buttons.releaseAll(atUs: t)
     }
 }

@@ -69,17 +69,14 @@ public struct InputCore: Sendable {
 
     /// One contact sample of the touchpad (ignored when none is configured).
     public mutating func contact(_ s: ContactSample) {
-        guard var tp = touchpad else { return }
-        let events = tp.contact(s)
-        touchpad = tp
+        // Optional chaining mutates in place (a copy would copy its arrays).
+        guard let events = touchpad?.contact(s) else { return }
         apply(events)
     }
 
     /// The clickpad's physical button.
     public mutating func clickpadButton(isDown: Bool, atUs timeUs: UInt64) {
-        guard var tp = touchpad else { return }
-        let events = tp.physicalButton(isDown: isDown, atUs: timeUs)
-        touchpad = tp
+        guard let events = touchpad?.physicalButton(isDown: isDown, atUs: timeUs) else { return }
         apply(events)
     }
 
@@ -143,11 +140,7 @@ public struct InputCore: Sendable {
     /// that time fire first, so a tap's release lands in the right frame.
     public mutating func endFrame() -> Frame {
         let t = framer.nextFrameUs
-        if var tp = touchpad {
-            let events = tp.advance(toUs: t)
-            touchpad = tp
-            apply(events)
-        }
+        if let events = touchpad?.advance(toUs: t) { apply(events) }
         return framer.endFrame()
     }
 
