@@ -85,16 +85,19 @@ public struct InputConfigError: Error, Equatable, Sendable, CustomStringConverti
 
 /// e^x for the momentum decay, in plain Swift (the standard library has no
 /// elementary functions and this module links no platform library). Range
-/// reduction to |r| <= ln 2 / 2 and a 14-term series: within 2 ulp of the
-/// platform `exp` over the range momentum uses.
+/// reduction to |r| <= ln 2 / 2 with ln 2 split in two (Cody and Waite: the
+/// high part has trailing zero bits, so k * high is exact) and a 14-term
+/// series: within a few ulp of the platform's `exp` (InputTests checks).
 @inlinable
 public func exponential(_ x: Double) -> Double {
     if x.isNaN { return x }
     if x < -745 { return 0 }
     if x > 709 { return .infinity }
     let ln2 = 0.693_147_180_559_945_3
+    let ln2High = 6.931_471_803_691_238_164_90e-01
+    let ln2Low = 1.908_214_929_270_587_700_02e-10
     let k = (x / ln2).rounded()
-    let r = x - k * ln2
+    let r = (x - k * ln2High) - k * ln2Low
     var term = 1.0
     var sum = 1.0
     for i in 1...14 {

@@ -161,6 +161,26 @@ struct ButtonTests {
         }
     }
 
+    /// A tap through the whole core: the press rides in the frame of the
+    /// lift, the release in the first frame at or after the drag timeout,
+    /// each with its own time.
+    @Test func tapButtonsLandInTheirFrames() throws {
+        var core = try Self.padCore()
+        core.isSessionOpen = true
+        core.contact(ContactSample(slot: 0, xMm: 50, yMm: 30, isTouching: true, timeUs: 20_000))
+        core.contact(ContactSample(slot: 0, xMm: 50.5, yMm: 30, isTouching: true, timeUs: 60_000))
+        core.contact(ContactSample(slot: 0, xMm: 50.5, yMm: 30, isTouching: false, timeUs: 100_000))
+        var frames: [Frame] = []
+        while core.nextFrameUs <= 400_000 { frames.append(core.endFrame()) }
+        let withButtons = frames.filter { !$0.buttons.isEmpty }
+        #expect(withButtons.map(\.timeUs) == [100_000, 283_333])
+        #expect(withButtons.flatMap(\.buttons) == [ButtonChange(.left, isDown: true, timeUs: 100_000),
+                                                   ButtonChange(.left, isDown: false, timeUs: 280_000)])
+        // The tap's half-millimetre wobble never moved the pointer.
+        #expect(frames.allSatisfy { $0.motion == .zero })
+        #expect(core.heldButtons.isEmpty)
+    }
+
     /// Button changes keep the time of the sample that caused them (not the
     /// frame's), so the receiver plays them in step with the motion.
     @Test func buttonsCarryTheirSampleTime() throws {

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import RemoloInput
 
@@ -115,6 +116,17 @@ struct CurveTests {
         #expect {
             _ = try AccelerationCurve(pointerSpeed: c.pointerSpeed, acceleration: c.acceleration)
         } throws: { ($0 as? InputConfigError)?.message.contains(c.says) == true }
+    }
+
+    /// The module's own e^x agrees with the platform's to a few ulp over
+    /// the range momentum uses (a glide is over long before e^-50).
+    @Test func exponentialMatchesThePlatform() {
+        var rng = SeededRandom(seed: 9)
+        for _ in 0..<100_000 {
+            let x = Double.random(in: -50...1, using: &rng)
+            let want = Foundation.exp(x)
+            #expect(abs(exponential(x) - want) <= 4 * want.ulp, "x = \(x)")
+        }
     }
 
     @Test func exponentialMatchesKnownValues() {
