@@ -60,8 +60,8 @@ public struct TouchpadConfig: Equatable, Sendable {
     /// libinput: DEFAULT_TAP_TIMEOUT_PERIOD, 180 ms.
     public var tapTimeoutUs: UInt64 = 180_000
     /// ... and no finger moves further than this from where it touched.
-    /// libinput used TP_MM_TO_DPI_NORMALIZED(3), 3 mm, for years and now uses
-    /// 1.3 mm (DEFAULT_TAP_MOVE_THRESHOLD); 3 mm suits a glass surface with
+    /// Older libinput used TP_MM_TO_DPI_NORMALIZED(3), 3 mm; current libinput
+    /// uses 1.3 mm (DEFAULT_TAP_MOVE_THRESHOLD); 3 mm suits a glass surface with
     /// no pressure threshold, where the contact's centre wanders as the
     /// fingertip flattens. Motion is held back (not lost) while a tap is
     /// still possible, and sent as soon as it is not.
