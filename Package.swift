@@ -35,6 +35,10 @@ let package = Package(
         // Counts heap allocations for Bench (malloc interposer, executable-local).
         .target(name: "BenchSupport", path: "Bench/Support"),
 
+        // The sender's input rules (acceleration, frames, gestures, momentum): plain
+        // Swift with no dependency, so any sender can share them.
+        .target(name: "RemoloInput", path: "Sources/RemoloInput"),
+
         // The Swift layers, each depending only on those above it:
         // RemoloSystem <- RemoloSession <- Remolo <- remolo (Tests/Layers checks the graph).
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
@@ -42,7 +46,7 @@ let package = Package(
         .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                 path: "Sources/Remolo", exclude: ["Lab/RESULTS.md"]),
         .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloSession", "RemoloSystem"], path: "Sources/remolo"),
-        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloSession", "RemoloCore", "BenchSupport"],
+        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
                           path: "Bench/Sources"),
 
         // What the test targets share (subprocesses, paired configs, polling).
@@ -55,6 +59,7 @@ let package = Package(
                     path: "Tests/SessionTests"),
         .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/ReceiverTests"),
+        .testTarget(name: "InputTests", dependencies: ["RemoloInput"], path: "Tests/InputTests"),
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/LabTests"),
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
