@@ -452,7 +452,7 @@ public final class Receiver: @unchecked Sendable {
     // @unchecked Sendable: immutable after init except `sessions`, which is
     // behind a Mutex; the loop and the server are thread-safe.
     public let loop: ReceiveLoop
-    public let server: ReceiverServer
+    public let server: ControlServer
     public let trust: ReceiverTrust
     /// The TCP and UDP port.
     public let port: UInt16
@@ -498,7 +498,7 @@ public final class Receiver: @unchecked Sendable {
         self.onEvent = onEvent
         let loop = self.loop
         let sessions = self.sessions
-        server = ReceiverServer(
+        server = ControlServer(
             listener: listener, trust: trust, limits: limits,
             onRejected: { e in onEvent("refused a connection: \(e)") },
             onConfirmed: { result throws(SessionError) in

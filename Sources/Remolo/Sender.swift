@@ -1,4 +1,4 @@
-// The sender: a confirmed control session (RemoloSender) plus a UDP socket
+// The sender: a confirmed control session (ControlChannel) plus a UDP socket
 // for sealed pointer datagrams to the same receiver address and port.
 //
 // Motion and scroll go as datagrams (design note, part 2: timestamped, sealed, never
@@ -154,7 +154,9 @@ public final class Sender {
     private var lastReceipt: (sent: UInt64, opened: UInt64)?
     /// Fallback motion not yet sent, and when the last message went.
     private var pending: (dx: Int64, dy: Int64, atUs: UInt64) = (0, 0, 0)
-    private var lastFallbackUs: UInt64 = 0
+    /// When the next fallback message is due: a fixed 30 Hz grid, so frames
+    /// of any rate average 30 messages a second.
+    private var nextFallbackUs: UInt64 = 0
     private var log: (String) -> Void = { _ in }
 
     /// Heartbeat period while nothing moves (design note, part 3).
@@ -199,7 +201,7 @@ public final class Sender {
     public static func connect(host: String, port: UInt16, identity: Identity,
                                receiver: PublicKey, limits: SessionLimits = SessionLimits(),
                                datagramsTo: (host: String, port: UInt16)? = nil) throws -> Sender {
-        let open = { try RemoloSender.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
+        let open = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
         let ch = try open()
         do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open) } catch {
             ch.close(); throw error
@@ -212,10 +214,10 @@ public final class Sender {
                             directory: ConfigDirectory?, label: String,
                             limits: SessionLimits = SessionLimits(),
                             datagramsTo: (host: String, port: UInt16)? = nil) throws -> Sender {
-        let ch = try RemoloSender.pair(host: host, port: port, identity: identity, secret: code,
+        let ch = try ControlChannel.pair(host: host, port: port, identity: identity, secret: code,
                                        directory: directory, label: label, limits: limits)
         let receiver = ch.peer
-        let open = { try RemoloSender.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
+        let open = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
         do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open) } catch {
             ch.close(); throw error
         }
@@ -315,11 +317,11 @@ public final class Sender {
         flushFallback(force: false)
     }
 
-    /// Sends the pending fallback motion once its 33 ms are up (or now),
-    /// stamped with the time of its latest frame.
+    /// Sends the pending fallback motion when the 30 Hz grid says so (or
+    /// now), stamped with the time of its latest frame.
     private func flushFallback(force: Bool) {
         guard pending.dx != 0 || pending.dy != 0 else { return }
-        guard force || pending.atUs - lastFallbackUs >= Self.fallbackIntervalUs else { return }
+        guard force || pending.atUs >= nextFallbackUs else { return }
         let dx = Int32(clamping: pending.dx), dy = Int32(clamping: pending.dy)
         do {
             try channel.send(.motion(MotionEvent(dx: dx, dy: dy, senderTimeNs: pending.atUs * 1000)))
@@ -331,7 +333,8 @@ public final class Sender {
         stats.fallbackDY += Int64(dy)
         pending.dx -= Int64(dx)
         pending.dy -= Int64(dy)
-        lastFallbackUs = pending.atUs
+        // The next slot of the grid, or one interval from now after a pause.
+        nextFallbackUs = max(nextFallbackUs + Self.fallbackIntervalUs, pending.atUs + Self.fallbackIntervalUs / 2)
     }
 
     /// Opens a new session in place of a dead one and presses again the

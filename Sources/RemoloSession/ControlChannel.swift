@@ -1,6 +1,6 @@
 // A confirmed control session: sealed control frames both ways over the
 // TCP connection (TCP.swift) that the handshake ran on (SenderConnect.swift,
-// ReceiverServer.swift).
+// ControlServer.swift).
 
 
 internal import Glibc

@@ -74,7 +74,9 @@ extension RxSuite {
             let r = try Self.run(seconds: 1.5, block: nil, over: .tcp)
             #expect(r.sent.motionDatagrams == 0)
             #expect(r.sent.switchesToTCP == 0 && r.sent.switchesToUDP == 0)
-            #expect(r.sent.fallbackMessages >= 40 && r.sent.fallbackMessages <= 50, "\(r.sent.fallbackMessages) in 1.5 s")
+            // About 30 a second: 180 frames of 120 Hz give 45 slots of 33 ms at
+            // most; a busy machine stretches the run, never shrinks the count much.
+            #expect(r.sent.fallbackMessages >= 30 && r.sent.fallbackMessages <= 46, "\(r.sent.fallbackMessages) in 1.5 s")
             #expect(r.arrivedQ8 == (0, 0))
             #expect(nearestPixel(r.sink.sum(Event.relX), r.sent.fallbackDX))
             #expect(r.sent.fallbackDX > 1900 * 256, "the whole swipe")
