@@ -164,6 +164,9 @@ func markdownText(_ rows: [LabRow]) -> String {
         guard trace.records.contains(where: { $0.arriveUs != nil }) else { fail("\(path): no datagram arrived: nothing to replay") }
         let name = (path as NSString).lastPathComponent
         rows = Lab.replay(trace: trace, name: name, policies: o.policies, displayHz: o.displayHz)
+        if let d = o.dump {
+            try? LabCase(trace: trace, displayHz: o.displayHz).dump(o.policies[0]).write(toFile: d, atomically: true, encoding: .utf8)
+        }
         if let svg = o.svg {
             do { try LabSVG.render(trace: trace, title: name, policies: o.policies, displayHz: o.displayHz).write(toFile: svg, atomically: true, encoding: .utf8) }
             catch { fail("cannot write \(svg): \(error)") }

@@ -60,6 +60,15 @@
  * a sender clock stepped back (or a slower route) is followed in about a
  * second instead of at 2 ms/s, while a 300 ms stall cannot fill a window. */
 #define REMOLO_RISE_WINDOW_US    500000u
+/* The schedule time-stretches instead of shifting: playback runs at most
+ * 10% faster or slower while the applied delay follows the offset and the
+ * delay (the field notes' oracle stretches by the same bound). */
+#define REMOLO_SLEW_PERMILLE     100u
+/* A backlog behind a held datagram drains at up to twice real time: a hold
+ * of n frames is caught up over n frames, and no step is larger than twice
+ * the motion of a frame (the design note's 4-16 ms replay of a hold shows its
+ * whole motion at once). */
+#define REMOLO_CATCHUP_PERMILLE  1000u
 
 /*
  * The single-packet bound. One packet moves the pointer at most 1024 px per

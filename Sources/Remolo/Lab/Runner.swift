@@ -1,13 +1,6 @@
 import Foundation
 internal import RemoloCore
 
-extension PlayoutConfig {
-    /// Config fields beyond the design note's, by their core names (tuning syntax).
-    static var labExtraFields: [String: WritableKeyPath<PlayoutConfig, UInt32>] {
-        ["seg_end_at_slot": \.segEndAtSlot, "frame_max_us": \.frameMaxUs, "rise_window_us": \.riseWindowUs]
-    }
-}
-
 /// The ideal path P: through the positions the sender sent (lost motion
 /// left out), on the receiver's clock (at r(s_i)). A packet's motion
 /// happened during the sender's last frame before its timestamp, so P holds
@@ -149,9 +142,16 @@ public struct LabCase: Sendable {
         if let f = order.first, let l = order.last {
             let start = Double(trace.records[f].arriveUs!), end = Double(trace.records[l].arriveUs!) + 1e6
             let period = 1e6 / Double(displayHz)
-            // Vsyncs on a grid of their own, independent of the drain ticks.
-            var k = (start / period).rounded(.up)
-            while k * period <= end { v.append(k * period); k += 1 }
+            // Vsyncs halfway between two drain ticks (the ticks start at the
+            // first arrival): a display does not know the drain timer's
+            // phase, and a vsync on the very microsecond of a tick would
+            // show that tick or not by the rounding of either grid. On a
+            // trace whose first arrival is a multiple of the vsync period
+            // (R1, R2 start at 123 s) that rounding flipped every third
+            // frame, a one-tick (2 ms) error for every policy alike.
+            let phase = start + 0.5e6 / Self.tickHz
+            var k = 0.0
+            while phase + k * period <= end { v.append(phase + k * period); k += 1 }
         }
         vsync = v
     }
@@ -175,7 +175,8 @@ public struct LabCase: Sendable {
         return out
     }
 
-    static let tickHz = 480.0
+    /// The core's drain rate (design note, part 5).
+    static let tickHz = Double(REMOLO_TICK_HZ)
 
     func runCore(_ config: PlayoutConfig) -> PolicyRun {
         var out = PolicyRun()
@@ -194,7 +195,6 @@ public struct LabCase: Sendable {
         out.cursor.reserveCapacity(vsync.count)
         var pos = LabVec.zero, whole = LabVec.zero
         var next = 0, vs = 0, j = 0
-        let segBase = UnsafeMutableRawPointer(pl.p) + MemoryLayout<playout>.offset(of: \playout.q)!
         while true {
             let now = tickTime(j)
             if now > end && vs >= vsync.count { break }
@@ -207,20 +207,8 @@ public struct LabCase: Sendable {
                 guard r.isMovement else { continue }
                 out.arrivedMovement += 1
                 if res == .late { out.late += 1 }
-                var done: UInt64
-                switch res {
-                case .onTime, .late:
-                    let q = segBase.assumingMemoryBound(to: segq.self)
-                    let idx = Int((q.pointee.tail &- 1) & (REMOLO_SEGQ_CAP - 1))
-                    let s = withUnsafeMutablePointer(to: &q.pointee.seg) {
-                        $0.withMemoryRebound(to: segq_seg.self, capacity: Int(REMOLO_SEGQ_CAP)) { $0[idx] }
-                    }
-                    done = firstTick(s.start_us + UInt64(s.dur_us), strict: s.dur_us == 0)
-                case .merged:
-                    done = firstTick(segBase.assumingMemoryBound(to: segq.self).pointee.tail_end_us, strict: false)
-                default:
-                    done = firstTick(r.arriveUs!, strict: true)
-                }
+                // The core says when this packet's motion is fully due.
+                let done = firstTick(pl.lastDueUs, strict: pl.lastDueStrict)
                 out.lambdasUs.append(Double(done) - emit[i] - clock.dminUs)
             }
             let f = pl.tick(nowUs: now)
