@@ -229,32 +229,40 @@ static void btn_drain(struct playout *p, uint64_t now_us, struct playout_out *ou
 
 /* Where a time-stretched packet's segment lies (slew_permille). It is due
  * to end one (capped) frame after its slot, as in the design note, and
- * starts where the previous movement segment ends:
- * - behind schedule (a late packet, or one queued behind late ones), it
- *   plays from there, or from its arrival, at most 1 + catchup_permille
- *   times faster than it happened, so a backlog drains by speeding up,
- *   never by a jump;
- * - ahead (the applied delay grew), it joins the previous segment and
- *   plays slower, instead of leaving a gap; a segment that ended before
- *   this arrival is not joined: that gap was a stall.
- * The end never comes before slot + frame: a packet plays no sooner than
- * its slot says. */
-static void stretched(const struct playout *p, uint64_t rx_us, uint64_t slot_us, bool joinable,
+ * starts where the previous movement segment ends when that is still to
+ * come (a segment that ended before this arrival left a stall, and
+ * stretching over it would make part of this packet due at once):
+ * - behind schedule (the previous segment ended later than its own slot
+ *   said: a late packet, or one queued behind late ones), it plays at most
+ *   1 + catchup_permille times faster than it happened, so a backlog drains
+ *   by speeding up, never by a jump;
+ * - otherwise within half a frame of the previous end (the applied delay
+ *   moved by its slew), it joins and plays that much faster or slower
+ *   instead of overlapping or leaving a gap.
+ * It starts no earlier than its arrival, and ends no earlier than its slot
+ * says. */
+static void stretched(struct playout *p, uint64_t rx_us, uint64_t slot_us, bool joinable,
 		      int64_t interval, uint64_t *start, uint32_t *dur)
 {
 	const struct playout_config *cfg = &p->cfg;
 	uint32_t nom = clamp_u(interval, cfg->seg_min_us, cfg->seg_max_us);
 	/* nom <= 1 s, catchup <= 1000: the quotient is at least nom / 2. */
 	uint32_t fastest = (uint32_t)((uint64_t)nom * 1000 / (1000 + cfg->catchup_permille));
-	uint64_t end = slot_us + nom;
+	uint64_t due = slot_us + nom, end;
+	int64_t gap = diff(slot_us, p->move_end_us);
 
 	*start = slot_us;
-	if (joinable && diff(p->move_end_us, rx_us) >= 0 && diff(slot_us, p->move_end_us) <= (int64_t)nom)
-		*start = p->move_end_us;
+	if (joinable && diff(p->move_end_us, rx_us) >= 0) {
+		bool behind = diff(p->move_end_us, p->move_due_us) > 0;
+
+		if ((behind && gap <= 0) || (gap <= (int64_t)nom / 2 && gap >= -(int64_t)nom / 2))
+			*start = p->move_end_us;
+	}
 	*start = later(*start, rx_us);
-	end = later(end, *start + fastest);
-	/* Both ends lie within a few segments of the slot, or the arrival and
-	 * the queue's end: far below 2^32 us apart. */
+	end = later(due, *start + fastest);
+	p->move_due_us = due;
+	/* Both ends lie within a few segments of the slot, or of the arrival
+	 * and the queue's end: far below 2^32 us apart. */
 	*dur = (uint32_t)diff(end, *start);
 }
 
@@ -413,6 +421,10 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 			p->frame_us = (uint32_t)interval;
 		if (p->frame_us && interval > (int64_t)p->frame_us)
 			interval = p->frame_us;
+		/* Before any frame is known (the session's first packet), one
+		 * frame is at most frame_max_us. */
+		if (!p->frame_us && interval > (int64_t)cfg->frame_max_us)
+			interval = cfg->frame_max_us;
 	}
 	p->prev_move = move;
 	p->prev_tx_us = pkt->tx_us;
@@ -494,6 +506,7 @@ void playout_flush(struct playout *p, uint64_t now_us)
 	p->b.last_at_us = now_us;
 	p->q.tail_end_us = now_us;
 	p->move_end_us = now_us;
+	p->move_due_us = now_us;
 	/* Then every button ends up released. */
 	p->b.overflow_mask = (uint8_t)((1u << PLAYOUT_BTN_COUNT) - 1);
 	p->b.overflow_down = 0;

@@ -280,6 +280,7 @@ struct playout {
 	 * segment ends. */
 	int64_t applied_us;
 	uint64_t move_end_us;
+	uint64_t move_due_us;        /* where its slot said it should end */
 	bool have_applied;
 	/* When the latest pushed movement is fully due (its segment's end, the
 	 * merged tail, or the next tick): what the lab measures latency by. */

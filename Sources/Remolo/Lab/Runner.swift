@@ -235,19 +235,23 @@ public struct LabRow: Sendable {
     public var scenario: String
     public var policy: String
     public var scores: Scores
+    public init(scenario: String, policy: String, scores: Scores) {
+        self.scenario = scenario; self.policy = policy; self.scores = scores
+    }
 }
 
 public enum Lab {
     /// Every policy on every scenario, `seeds` runs each (seeds 1...N), in
     /// scenario then policy order.
     public static func simulate(scenarios: [Scenario], policies: [Policy], seeds: Int, displayHz: Int,
-                                senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1) -> [LabRow] {
+                                senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1,
+                                perfectNetwork: Bool = false) -> [LabRow] {
         var rows: [LabRow] = []
         for sc in scenarios {
             var accs = [ScoreAccumulator](repeating: ScoreAccumulator(), count: policies.count)
             for seed in firstSeed..<(firstSeed + max(1, seeds)) {
                 let trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
-                let c = LabCase(trace: trace, displayHz: displayHz)
+                let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, displayHz: displayHz)
                 for (k, p) in policies.enumerated() { c.score(c.run(p), into: &accs[k]) }
             }
             for (k, p) in policies.enumerated() { rows.append(LabRow(scenario: sc.rawValue, policy: p.name, scores: accs[k].scores)) }
@@ -256,8 +260,9 @@ public enum Lab {
     }
 
     /// Every policy on one trace.
-    public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int) -> [LabRow] {
-        let c = LabCase(trace: trace, displayHz: displayHz)
+    public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int,
+                              perfectNetwork: Bool = false) -> [LabRow] {
+        let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, displayHz: displayHz)
         return policies.map { p in
             var acc = ScoreAccumulator()
             c.score(c.run(p), into: &acc)
