@@ -108,6 +108,8 @@ public struct Oracle: Sendable {
 /// What one policy did on one trace.
 public struct PolicyRun: Sendable {
     public var lambdasUs: [Double] = []
+    /// The emission time r(s_i) of each lambda's packet (receiver clock).
+    public var lambdaEmitUs: [Double] = []
     public var late = 0
     public var arrivedMovement = 0
     /// Cursor at each vsync, sub-pixel: the whole pixels emitted plus the
@@ -167,6 +169,7 @@ public struct LabCase: Sendable {
         var out = PolicyRun()
         for (i, r) in trace.records.enumerated() where r.isMovement && r.arriveUs != nil {
             out.lambdasUs.append(o.delay(at: emit[i]))
+            out.lambdaEmitUs.append(emit[i])
             out.arrivedMovement += 1
         }
         out.cursor = vsync.map { t in
@@ -210,6 +213,7 @@ public struct LabCase: Sendable {
                 // The core says when this packet's motion is fully due.
                 let done = firstTick(pl.lastDueUs, strict: pl.lastDueStrict)
                 out.lambdasUs.append(Double(done) - emit[i] - clock.dminUs)
+                out.lambdaEmitUs.append(emit[i])
             }
             let f = pl.tick(nowUs: now)
             whole += LabVec(Double(f.dx), Double(f.dy), Double(f.hwheelHiRes), Double(f.wheelHiRes))
@@ -220,13 +224,57 @@ public struct LabCase: Sendable {
         return out
     }
 
+    /// Half the window of the local latency the ideal path is shifted by.
+    public static let localLatencyHalfWindowUs = 500_000.0
+
+    /// The ideal path at each vsync, shifted by d_min plus the policy's own
+    /// latency at the time: the median lambda of the packets emitted within
+    /// 0.5 s either side (the whole run's median where none were).
+    ///
+    /// Why local, not the run's median (the field notes' M3): jitter is
+    /// what the eye sees, the cursor's motion against the finger's, while
+    /// latency is M1's to score. Against one run-wide shift, a cursor that
+    /// follows the path perfectly but 20 ms later than the run's median for
+    /// a few seconds (an adaptive delay after a bad spell) was charged
+    /// |dP(t - 20 ms) - dP(t)| every frame of those seconds: the path's
+    /// change of velocity over 20 ms, counted as jitter, though nothing
+    /// jumped. A median over a second follows a delay that moves slowly and
+    /// ignores a hold and its catch-up (fewer than half the packets of the
+    /// second), which stay jitter. The same rule for every policy; a
+    /// constant delay scores as before.
+    func shiftedIdeal(_ run: PolicyRun) -> [LabVec] {
+        let global = clock.dminUs + ScoreAccumulator.median(run.lambdasUs)
+        guard run.lambdaEmitUs.count == run.lambdasUs.count, !run.lambdasUs.isEmpty else {
+            return vsync.map { ideal.at($0 - global) }
+        }
+        let order = run.lambdaEmitUs.indices.sorted { run.lambdaEmitUs[$0] < run.lambdaEmitUs[$1] }
+        let e = order.map { run.lambdaEmitUs[$0] }, l = order.map { run.lambdasUs[$0] }
+        let w = Self.localLatencyHalfWindowUs
+        var out: [LabVec] = []
+        out.reserveCapacity(vsync.count)
+        var lo = 0, hi = 0
+        var lastLo = -1, lastHi = -1, lastShift = global
+        for t in vsync {
+            // Packets emitted within w of the frame's own (unshifted) time
+            // minus the run's latency: the ones shown around it.
+            let c = t - global
+            while lo < e.count && e[lo] < c - w { lo += 1 }
+            while hi < e.count && e[hi] <= c + w { hi += 1 }
+            if lo != lastLo || hi != lastHi {
+                lastShift = hi > lo ? clock.dminUs + ScoreAccumulator.median(Array(l[lo..<hi])) : global
+                lastLo = lo; lastHi = hi
+            }
+            out.append(ideal.at(t - lastShift))
+        }
+        return out
+    }
+
     /// Scores one run of a policy into `acc`.
     public func score(_ run: PolicyRun, into acc: inout ScoreAccumulator) {
         let lost = trace.records.filter { $0.arriveUs == nil }.count
         acc.addPackets(lambdasUs: run.lambdasUs, late: run.late, arrived: run.arrivedMovement,
                        lost: lost, sent: trace.records.count)
-        let shift = clock.dminUs + ScoreAccumulator.median(run.lambdasUs)
-        acc.addFrames(cursor: run.cursor, ideal: vsync.map { ideal.at($0 - shift) })
+        acc.addFrames(cursor: run.cursor, ideal: shiftedIdeal(run))
     }
 }
 
@@ -275,10 +323,10 @@ extension LabCase {
     /// Per-frame samples for debugging a policy: t, C, P(shifted).
     public func dump(_ policy: Policy) -> String {
         let r = run(policy)
-        let shift = clock.dminUs + ScoreAccumulator.median(r.lambdasUs)
+        let shifted = shiftedIdeal(r)
         var s = "t,cx,cy,cw,cv,px,py,pw,pv\n"
         for (k, t) in vsync.enumerated() {
-            let c = r.cursor[k], p = ideal.at(t - shift)
+            let c = r.cursor[k], p = shifted[k]
             s += "\(Int(t)),\(c[0]),\(c[1]),\(c[2]),\(c[3]),\(p[0]),\(p[1]),\(p[2]),\(p[3])\n"
         }
         return s
