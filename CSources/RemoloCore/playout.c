@@ -43,6 +43,9 @@ void playout_config_default(struct playout_config *cfg)
 	cfg->rise_window_us = REMOLO_RISE_WINDOW_US;
 	cfg->slew_permille = REMOLO_SLEW_PERMILLE;
 	cfg->catchup_permille = REMOLO_CATCHUP_PERMILLE;
+	cfg->delay_min_us = REMOLO_DEFAULT_DELAY_MIN_US;
+	cfg->delay_start_us = REMOLO_DEFAULT_DELAY_START_US;
+	cfg->delay_margin_us = REMOLO_DEFAULT_DELAY_MARGIN_US;
 }
 
 int playout_config_set(struct playout_config *cfg, const char *name, int64_t value)
@@ -420,6 +423,10 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 		    interval <= (int64_t)cfg->frame_max_us)
 			p->frame_us = (uint32_t)interval;
 		if (p->frame_us && interval > (int64_t)p->frame_us)
+			interval = p->frame_us;
+		/* A packet older than the previous one (reordered) still
+		 * carries one frame of motion, not a zero-length one. */
+		if (interval <= 0 && p->frame_us)
 			interval = p->frame_us;
 		/* Before any frame is known (the session's first packet), one
 		 * frame is at most frame_max_us. */
