@@ -262,6 +262,10 @@ public final class ReceiveLoop: @unchecked Sendable {
     public init(socket: Int32, output: ReceiverOutput, playout: PlayoutConfig = .default,
                 realtimePriority: Int32 = 0, recordArrivals: ArrivalRecorder? = nil) throws {
         try Self.probe()
+        // The loop's own check would only say EINVAL: name the broken rule.
+        if let why = playout.problem {
+            throw ReceiverError("invalid playout configuration: \(why)")
+        }
         var cfg = rx_config()
         cfg.playout = playout.c
         cfg.sock = socket
