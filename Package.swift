@@ -40,32 +40,36 @@ let package = Package(
         .target(name: "RemoloInput", path: "Sources/RemoloInput"),
 
         // The Swift layers, each depending only on those above it:
-        // RemoloSystem <- RemoloSession <- Remolo <- remolo (Tests/Layers checks the graph).
+        // RemoloSystem <- RemoloSession <- RemoloTrace <- Remolo <- RemoloLab <- remolo (Tests/Layers checks the graph).
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
         .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
-        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
-                path: "Sources/Remolo", exclude: ["Lab/RESULTS.md"]),
-        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloSession", "RemoloSystem"], path: "Sources/remolo"),
-        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
+        .target(name: "RemoloTrace", path: "Sources/RemoloTrace"),
+        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium"],
+                path: "Sources/Remolo"),
+        .target(name: "RemoloLab", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloCore"],
+                path: "Sources/RemoloLab", exclude: ["RESULTS.md", "figures"]),
+        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem"],
+                          path: "Sources/remolo"),
+        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
                           path: "Bench/Sources"),
 
         // What the test targets share (subprocesses, paired configs, polling).
         .target(name: "RemoloTestSupport", dependencies: ["Remolo", "RemoloSession", "RemoloSystem"], path: "Tests/Support"),
-        .testTarget(name: "RemoloCoreTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
+        .testTarget(name: "RemoloCoreTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/RemoloCoreTests"),
-        .testTarget(name: "WireTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
+        .testTarget(name: "WireTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                     path: "Tests/WireTests"),
-        .testTarget(name: "SessionTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
+        .testTarget(name: "SessionTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                     path: "Tests/SessionTests"),
-        .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
+        .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/ReceiverTests"),
         .testTarget(name: "InputTests", dependencies: ["RemoloInput"], path: "Tests/InputTests"),
-        .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
+        .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/LabTests"),
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
         // The commands as processes: pairing lockout, dead sessions, reconnection.
-        .testTarget(name: "CLITests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTestSupport"], path: "Tests/CLITests"),
-        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "CEvdev", "RemoloTestSupport"],
+        .testTarget(name: "CLITests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloTestSupport"], path: "Tests/CLITests"),
+        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CEvdev", "RemoloTestSupport"],
                     path: "Tests/VMTests"),
     ]
 )

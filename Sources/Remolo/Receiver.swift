@@ -11,6 +11,7 @@ internal import RemoloCore
 import Foundation
 import RemoloSession
 import RemoloSystem
+import RemoloTrace
 import Synchronization
 
 /// Why the receiver could not start or act, with what to do about it.
@@ -730,7 +731,7 @@ extension MouseButton {
     }
 }
 
-/// Records what really arrived as a lab trace (`Sources/Remolo/Lab/Trace.swift`),
+/// Records what really arrived as a lab trace (`Sources/RemoloTrace/Trace.swift`),
 /// for `remolo receive --record-arrivals FILE` and a later
 /// `remolo simulate --trace FILE` over the user's own network.
 ///

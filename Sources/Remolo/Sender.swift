@@ -8,6 +8,7 @@
 internal import Glibc
 import Foundation
 import RemoloSession
+import RemoloInput
 import RemoloSystem
 
 /// The sender's clock: CLOCK_MONOTONIC in microseconds. Datagrams and
@@ -119,6 +120,8 @@ public struct SenderStats: Sendable, Equatable {
     public var fallbackDY: Int64 = 0
     public var switchesToTCP: UInt64 = 0
     public var switchesToUDP: UInt64 = 0
+
+    public init() {}
 }
 
 /// How motion travels.
@@ -159,8 +162,9 @@ public final class Sender {
     private var nextFallbackUs: UInt64 = 0
     private var log: (String) -> Void = { _ in }
 
-    /// Heartbeat period while nothing moves (design note, part 3).
-    public static let heartbeatMicros: UInt64 = 100_000
+    /// Heartbeat period while nothing moves (design note, part 3): the
+    /// sender rules' own constant, shared with the lab's model of a sender.
+    public static let heartbeatUs: UInt64 = Framer.heartbeatIntervalUs
     /// Fallback motion goes at about 30 messages a second (design note:
     /// the internet path over the encrypted TCP connection).
     public static let fallbackIntervalUs: UInt64 = 33_333
@@ -406,7 +410,7 @@ public final class Sender {
                 }
                 // Heartbeats while no datagram moves: on the control channel
                 // they are also the probes that tell when UDP works again.
-                if now - lastDatagram >= Self.heartbeatMicros && (onControlChannel || (f.dx == 0 && f.dy == 0)) {
+                if now - lastDatagram >= Self.heartbeatUs && (onControlChannel || (f.dx == 0 && f.dy == 0)) {
                     try send(.heartbeat, at: now)
                 }
                 for b in f.buttons where !b.down { try button(b.button, down: false, at: now) }

@@ -1,5 +1,7 @@
 import Foundation
 import Remolo
+import RemoloLab
+import RemoloTrace
 
 // remolo demo: the product on one machine, scored (Sources/Remolo/Lab/Demo.swift).
 

@@ -1,5 +1,7 @@
 import Foundation
 import Remolo
+import RemoloLab
+import RemoloTrace
 
 // remolo relay: forward UDP datagrams with a scenario's delays, clumps and
 // losses (Sources/Remolo/Lab/Relay.swift).

@@ -1,5 +1,7 @@
 import Foundation
 import Remolo
+import RemoloLab
+import RemoloTrace
 
 // remolo simulate: network scenarios (or a recorded trace) through the
 // playout core, scored (Sources/Remolo/Lab).

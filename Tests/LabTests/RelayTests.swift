@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import Synchronization
 @testable import Remolo
+@testable import RemoloLab
+import RemoloTrace
 @testable import RemoloSession
 import RemoloSystem
 #if canImport(Glibc)

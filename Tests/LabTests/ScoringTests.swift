@@ -1,5 +1,7 @@
 import Testing
 @testable import Remolo
+@testable import RemoloLab
+import RemoloTrace
 @testable import RemoloSession
 import RemoloSystem
 

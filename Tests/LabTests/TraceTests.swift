@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import Remolo
+@testable import RemoloLab
+import RemoloTrace
 @testable import RemoloSession
 import RemoloSystem
 

@@ -1,5 +1,7 @@
 import Foundation
 @testable import Remolo
+@testable import RemoloLab
+import RemoloTrace
 @testable import RemoloSession
 import RemoloSystem
 import RemoloCore

@@ -1,4 +1,6 @@
 import Remolo
+import RemoloLab
+import RemoloTrace
 import RemoloSession
 import RemoloSystem
 import RemoloCore

@@ -1,6 +1,8 @@
 import CEvdev
 import Foundation
 @testable import Remolo
+@testable import RemoloLab
+import RemoloTrace
 @testable import RemoloSession
 import RemoloSystem
 import Synchronization

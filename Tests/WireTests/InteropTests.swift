@@ -1,5 +1,7 @@
 import Foundation
 import Remolo
+import RemoloLab
+import RemoloTrace
 import RemoloSession
 import RemoloSystem
 import Testing

@@ -1,5 +1,7 @@
 import Glibc
 import Remolo
+import RemoloLab
+import RemoloTrace
 import RemoloSession
 import RemoloSystem
 import RemoloCore

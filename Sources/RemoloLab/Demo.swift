@@ -6,6 +6,8 @@
 // playout of the same arrivals.
 
 import Foundation
+import Remolo
+import RemoloTrace
 import RemoloSession
 import RemoloSystem
 import Synchronization

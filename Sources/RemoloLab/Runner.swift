@@ -1,4 +1,6 @@
 import Foundation
+import Remolo
+import RemoloTrace
 internal import RemoloCore
 
 /// The ideal path P: through the positions the sender sent (lost motion

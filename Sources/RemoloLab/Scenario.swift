@@ -1,4 +1,6 @@
 import Foundation
+import Remolo
+import RemoloTrace
 
 /// Wi-Fi delivery of the sender's datagrams, per scenario of the field notes
 /// (../shared/notes/field.md, "Wi-Fi delivery of small periodic UDP"). The

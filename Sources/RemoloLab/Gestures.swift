@@ -1,4 +1,6 @@
 import Foundation
+import Remolo
+import RemoloTrace
 
 /// The sender of the lab: a phone running the design note's trackpad. Finger
 /// motion is sampled once per display frame (120 Hz by default, 60-240),
@@ -24,7 +26,7 @@ public struct GestureScript: Sendable {
     /// Each gesture's name and start, for labelling plots.
     public var marks: [(GestureKind, UInt64)] = []
 
-    public static let heartbeatUs: UInt64 = 100_000
+    public static let heartbeatUs: UInt64 = Sender.heartbeatUs
 
     /// A script of about `durationS` seconds: every gesture kind in a seeded
     /// order, separated by pauses with heartbeats, with two stretches away

@@ -1,4 +1,6 @@
 import Foundation
+import Remolo
+import RemoloTrace
 
 /// The lab's random numbers: xoshiro256** seeded through SplitMix64, so a
 /// seed gives the same run on every machine and every Swift version (the

@@ -1,4 +1,6 @@
 import Foundation
+import Remolo
+import RemoloTrace
 
 /// A position with every axis the receiver moves: pointer x, y (pixels) and
 /// wheel horizontal, vertical (hi-res units, 1/120 notch). Gestures never

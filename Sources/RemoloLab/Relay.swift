@@ -1,4 +1,6 @@
 import Foundation
+import Remolo
+import RemoloTrace
 import Synchronization
 #if canImport(Glibc)
 internal import Glibc

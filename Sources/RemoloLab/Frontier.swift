@@ -1,4 +1,6 @@
 import Foundation
+import Remolo
+import RemoloTrace
 
 extension Trace {
     /// The same send times over a perfect network: every datagram arrives

@@ -1,4 +1,6 @@
 import Foundation
+import Remolo
+import RemoloTrace
 internal import RemoloCore
 
 /// A playout policy of the lab. Every policy but the oracle runs through the

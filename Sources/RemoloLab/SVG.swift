@@ -1,4 +1,6 @@
 import Foundation
+import Remolo
+import RemoloTrace
 
 /// Plots of one trace (a scenario and seed, or a recorded trace) as a
 /// self-contained SVG: (1) cursor speed over time for the ideal path and
