@@ -60,6 +60,9 @@ let package = Package(
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
         // The commands as processes: pairing lockout, dead sessions, reconnection.
         .testTarget(name: "CLITests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTestSupport"], path: "Tests/CLITests"),
+        // The systemd unit, udev rule and config file; systemd-analyze judges the unit.
+        .testTarget(name: "ServiceTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTestSupport"],
+                    path: "Tests/ServiceTests"),
         .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "CEvdev", "RemoloTestSupport"],
                     path: "Tests/VMTests"),
     ]

@@ -52,7 +52,8 @@ public enum ReceiveConfig {
         var words: [String] = []
         var seen: [String: Int] = [:]
         var number = 0
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character in Swift, so it is a separator of its own.
+        for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             number += 1
             let line = trimmed(raw)
             if line.isEmpty || line.hasPrefix("#") { continue }
