@@ -16,7 +16,13 @@ func which(_ tool: String) -> String? {
 
 /// Says why a test does nothing here; CI installs what it needs (Tests/run).
 func skip(_ test: String, _ why: String) {
-    print("skip: \(test): \(why)")
+    report("skip: \(test): \(why)")
+}
+
+/// A line on the test log now (stdout is a pipe under `swift test`).
+func report(_ line: String) {
+    print(line)
+    fflush(nil)
 }
 
 /// Runs a tool to the end; its exit status and its stdout and stderr together.

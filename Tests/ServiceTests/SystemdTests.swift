@@ -68,7 +68,7 @@ import Testing
         let line = try #require(r.output.split(separator: "\n").first { $0.contains("Overall exposure level") },
                                 "no exposure in: \(r.output)")
         let value = line.split(separator: " ").compactMap { Double($0) }.first
-        print("systemd-analyze security, \(name) unit: \(line.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "")")
+        report("systemd-analyze security, \(name) unit: \(line.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "")")
         #expect(value != nil && value! <= stated, "\(name): \(line) (README states \(stated))")
         if !args.contains("--user") { #expect(line.contains(" OK ") || line.contains(" SAFE "), "\(line)") }
     }
@@ -136,5 +136,27 @@ import Testing
                                  "--sink", dir + "/frames", "--seconds", "0.5"], environment: ["REMOLO_CONFIG_DIR": dir])
         if r.status == 77 { return skip("MDWE", "this kernel has no PR_SET_MDWE (Linux 6.3+): \(r.output)") }
         #expect(r.status == 0 && r.output.contains("listening on") && r.output.contains("final:"), "\(r.output)")
+    }
+}
+
+/// systemd itself runs the unit: Tests/Service/boot boots Debian's systemd in
+/// a container, installs with the real binary into its /etc and checks the
+/// running receiver (its user, group, filter, capabilities and files).
+@Suite(.serialized) struct BootTests {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Service/boot").path
+
+    @Test("1: the receiver runs under systemd as the unit says", arguments: [
+        (1, [] as [String]), (2, ["--rt", "40"]),
+    ] as [(Int, [String])])
+    func boot(_ id: Int, _ args: [String]) throws {
+        guard geteuid() == 0 else { return skip("boot", "booting a container needs root") }
+        guard which("systemd-nspawn") != nil else {
+            return skip("boot", "no systemd-nspawn (Debian package systemd-container; Tests/run installs it)")
+        }
+        let r = try run("/bin/bash", [Self.script] + args + [CLIProcess.binary])
+        if r.status == 77 { return skip("boot", r.output.split(separator: "\n").last.map(String.init) ?? "") }
+        report(r.output.split(separator: "\n").last.map(String.init) ?? "")
+        #expect(r.status == 0, "\(r.output)")
     }
 }
