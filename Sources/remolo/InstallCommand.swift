@@ -120,7 +120,7 @@ private var isRoot: Bool { geteuid() == 0 }
 
 /// What to run as root to finish a `--user` install by hand.
 private func rootInstructions(_ files: [ServiceFile]) -> String {
-    var s = "as root, run (or rerun this command with sudo):\n"
+    var s = "as root, run:\n"
     for f in files {
         s += "  sudo tee \(f.path) >/dev/null <<'EOF'\n\(f.contents)EOF\n"
     }
