@@ -71,10 +71,12 @@ func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: pat
 func syscalls(inTrace trace: String) -> Set<String> {
     var names = Set<String>()
     for line in trace.split(separator: "\n") {
-        // "1234  name(args) = 0", or "1234  <... name resumed>"
+        // "1234  name(args) = 0", or "1234  <... name resumed>"; the first
+        // part of each call is enough.
         let fields = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard fields.count == 2, Int(fields[0]) != nil else { continue }
-        let rest = fields[1]
+        // strace pads short PIDs: "123   name(".
+        let rest = fields[1].drop(while: { $0 == " " })
         guard let paren = rest.firstIndex(of: "("), !rest.hasPrefix("<"), !rest.hasPrefix("+++"),
               !rest.hasPrefix("---") else { continue }
         let name = rest[..<paren]

@@ -124,6 +124,19 @@ import Testing
         }
     }
 
+    @Test("5: strace's lines are read whatever the PID's width, unfinished calls included")
+    func traceParsing() {
+        let trace = """
+            123   execve("/x", ["x"], 0x7ffd /* 1 vars */) = 0
+            98765 io_uring_setup(64, {flags=IORING_SETUP_SUBMIT_ALL}) = 4
+            4321  futex(0x7f, FUTEX_WAIT_BITSET_PRIVATE, 0, NULL <unfinished ...>
+            4321  <... futex resumed>) = 0
+            4321  +++ exited with 0 +++
+            4321  --- SIGTERM {si_signo=SIGTERM} ---
+            """
+        #expect(syscalls(inTrace: trace) == ["execve", "io_uring_setup", "futex"])
+    }
+
     @Test("4: the receiver runs under the kernel's MemoryDenyWriteExecute (PR_SET_MDWE)")
     func memoryDenyWriteExecute() throws {
         guard let python = which("python3") else { return skip("MDWE", "no python3 (Tests/run installs it)") }
