@@ -66,9 +66,12 @@ let package = Package(
         .testTarget(name: "InputTests", dependencies: ["RemoloInput"], path: "Tests/InputTests"),
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/LabTests"),
-        // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
         // The commands as processes: pairing lockout, dead sessions, reconnection.
         .testTarget(name: "CLITests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloTestSupport"], path: "Tests/CLITests"),
+        // The systemd unit, udev rule and config file; systemd-analyze judges the unit.
+        .testTarget(name: "ServiceTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTestSupport"],
+                    path: "Tests/ServiceTests"),
+        // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
         .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CEvdev", "RemoloTestSupport"],
                     path: "Tests/VMTests"),
     ]

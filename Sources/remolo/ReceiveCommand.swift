@@ -31,7 +31,9 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
               network with `remolo simulate --trace FILE`
 
 Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
-(modprobe uinput, plus a udev rule for non-root users) and io_uring.
+(modprobe uinput, plus a udev rule for non-root users) and io_uring. Options
+may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
+(`listen = :7420`, `stats-json = true`); the command line wins.
 """
 
 @Sendable func receiveCommand(_ args: [String]) {
@@ -44,7 +46,8 @@ Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
     var seconds: Double?
     var recordPath: String?
     var sinkPath: String?
-    var o = Options(args, usage: receiveUsage)
+    // The config file's options first: the command line's come later and win.
+    var o = Options(receiveConfigWords(args) + args, usage: receiveUsage)
     while let flag = o.next() {
         switch flag {
         case "--listen": (host, port) = o.hostPort()

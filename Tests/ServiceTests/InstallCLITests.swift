@@ -1,0 +1,137 @@
+import Foundation
+import Remolo
+import RemoloTestSupport
+import Testing
+
+/// `remolo install` and `uninstall` as a packager runs them: the real binary,
+/// every path under `--root`.
+@Suite(.serialized) struct InstallCLITests {
+    static let paths = [ServiceFiles.systemUnitPath, ServiceFiles.udevRulePath, ServiceFiles.modulesLoadPath]
+
+    @Test("1: install writes the three files, again changes nothing, uninstall removes exactly them, again removes nothing")
+    func roundTrip() throws {
+        let root = tempPath("root")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let first = try remolo(["install", "--system", "--root", root])
+        #expect(first.status == 0, "\(first.output)")
+        for p in Self.paths {
+            let text = try #require(read(root + p), "\(p) not written: \(first.output)")
+            #expect(ServiceFiles.isOurs(text))
+            #expect(first.output.contains("wrote \(root + p)"))
+        }
+        // ExecStart names the binary that ran.
+        #expect(read(root + ServiceFiles.systemUnitPath)?.contains("ExecStart=\(CLIProcess.binary) receive\n") == true)
+
+        let again = try remolo(["install", "--system", "--root", root])
+        #expect(again.status == 0 && again.output.components(separatedBy: "unchanged ").count == 4, "\(again.output)")
+
+        let rt = try remolo(["install", "--rt", "30", "--root", root])
+        #expect(rt.status == 0 && rt.output.contains("updated \(root + ServiceFiles.systemUnitPath)"), "\(rt.output)")
+        #expect(read(root + ServiceFiles.systemUnitPath)?.contains("AmbientCapabilities=CAP_SYS_NICE") == true)
+
+        // What `systemctl enable` makes, and an unrelated file beside the unit.
+        let wants = root + "/etc/systemd/system/multi-user.target.wants"
+        try FileManager.default.createDirectory(atPath: wants, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: wants + "/remolo.service", withDestinationPath: ServiceFiles.systemUnitPath)
+        try "[Unit]\n".write(toFile: root + "/etc/systemd/system/other.service", atomically: false, encoding: .utf8)
+
+        let un = try remolo(["uninstall", "--root", root])
+        #expect(un.status == 0, "\(un.output)")
+        for p in Self.paths {
+            #expect(!exists(root + p), "\(p) left behind")
+            #expect(un.output.contains("removed \(root + p)"), "\(un.output)")
+        }
+        #expect(!exists(wants + "/remolo.service") && un.output.contains("the link systemctl enable made"))
+        #expect(exists(root + "/etc/systemd/system/other.service"), "uninstall removed a file it did not write")
+
+        let unAgain = try remolo(["uninstall", "--root", root])
+        #expect(unAgain.status == 0 && unAgain.output.contains("nothing to remove"), "\(unAgain.output)")
+    }
+
+    @Test("2: a file remolo did not write is neither overwritten nor removed, and nothing else is written", arguments: [
+        (1, ServiceFiles.systemUnitPath), (2, ServiceFiles.udevRulePath), (3, ServiceFiles.modulesLoadPath),
+    ] as [(Int, String)])
+    func foreignFile(_ id: Int, _ foreign: String) throws {
+        let root = tempPath("foreign")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let mine = "# the admin's own\nuinput\n"
+        try FileManager.default.createDirectory(atPath: root + (foreign as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
+        try mine.write(toFile: root + foreign, atomically: false, encoding: .utf8)
+
+        let install = try remolo(["install", "--root", root])
+        #expect(install.status == 1, "\(install.output)")
+        #expect(install.output.contains("\(root + foreign) was not written by remolo install; move it away"), "\(install.output)")
+        #expect(read(root + foreign) == mine)
+        for p in Self.paths where p != foreign { #expect(!exists(root + p), "\(p) written despite the refusal") }
+
+        let un = try remolo(["uninstall", "--root", root])
+        #expect(un.status == 0 && un.output.contains("left \(root + foreign)"), "\(un.output)")
+        #expect(read(root + foreign) == mine)
+    }
+
+    @Test("3: --print shows the three files and writes nothing")
+    func printOnly() throws {
+        let root = tempPath("print")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let r = try remolo(["install", "--print", "--rt", "20", "--bin", "/usr/bin/remolo", "--root", root])
+        #expect(r.status == 0, "\(r.output)")
+        for p in Self.paths { #expect(r.output.contains("### \(root + p)\n\(ServiceFiles.marker)"), "\(p): \(r.output)") }
+        #expect(r.output.contains("ExecStart=/usr/bin/remolo receive --rt 20"))
+        #expect(r.output.contains(#"KERNEL=="uinput""#) && r.output.contains("\nuinput\n"))
+        #expect(!exists(root), "--print created \(root)")
+    }
+
+    @Test("4: --user writes the user unit under XDG (and, with --root, the root files too)")
+    func userInstall() throws {
+        let root = tempPath("user")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let unit = try ServiceFiles.userUnitPath(environment: ProcessInfo.processInfo.environment)
+        let r = try remolo(["install", "--user", "--root", root])
+        #expect(r.status == 0, "\(r.output)")
+        let text = try #require(read(root + unit), "no user unit at \(root + unit): \(r.output)")
+        #expect(text.contains("Environment=REMOLO_CONFIG_DIR=%E/remolo") && text.contains("WantedBy=default.target"))
+        #expect(r.output.contains("systemctl --user daemon-reload"))
+        let un = try remolo(["uninstall", "--user", "--root", root])
+        #expect(un.status == 0 && !exists(root + unit), "\(un.output)")
+    }
+
+    @Test("5: usage mistakes say what was expected", arguments: [
+        (1, ["install", "--root", "relative"], "absolute"),
+        (2, ["install", "--rt", "0"], "1 to 99"),
+        (3, ["install", "--colour"], "unknown option '--colour'"),
+        (4, ["uninstall", "--rt", "5"], "unknown option '--rt'"),
+    ] as [(Int, [String], String)])
+    func usage(_ id: Int, _ args: [String], _ says: String) throws {
+        let r = try remolo(args)
+        #expect(r.status == 2 && r.output.contains(says), "\(r.output)")
+    }
+
+    @Test("6: every config key is a long option of `remolo receive`")
+    func keysAreOptions() throws {
+        let help = try remolo(["receive", "--help"])
+        #expect(help.status == 0)
+        for k in ReceiveConfig.keys { #expect(help.output.contains("--\(k.name)"), "no --\(k.name) in receive --help") }
+    }
+
+    @Test("7: receive reads the config file; a mistake in it stops the receiver naming the line")
+    func receiveReadsConfig() throws {
+        let dir = tempPath("cfg")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let file = dir + "/" + ReceiveConfig.fileName
+        try "# the receiver\nlisten = 127.0.0.1:7420\nsink = \(dir)/frames\nseconds = 0.3\ncolour = blue\n"
+            .write(toFile: file, atomically: false, encoding: .utf8)
+        let bad = try remolo(["receive"], configDir: dir)
+        #expect(bad.status == 2 && bad.output.contains("\(file):5: unknown key 'colour'"), "\(bad.output)")
+
+        let port = try freePort()
+        try "# the receiver\nlisten = 127.0.0.1:1\nsink = \(dir)/frames\nseconds = 30\n"
+            .write(toFile: file, atomically: false, encoding: .utf8)
+        // The command line wins: its port and its seconds replace the file's.
+        let ok = try remolo(["receive", "--listen", "127.0.0.1:\(port)", "--seconds", "0.3"], configDir: dir, timeout: 20)
+        #expect(ok.status == 0, "\(ok.output)")
+        #expect(ok.output.contains("listening on 127.0.0.1:\(port) (tcp+udp), frames to \(dir)/frames"), "\(ok.output)")
+    }
+}
