@@ -281,12 +281,22 @@ public struct LabCase: Sendable {
 }
 
 /// One row of results: a scenario (or a trace) and a policy, over seeds.
-public struct LabRow: Sendable {
+public struct LabRow: Sendable, Encodable {
     public var scenario: String
     public var policy: String
     public var scores: Scores
     public init(scenario: String, policy: String, scores: Scores) {
         self.scenario = scenario; self.policy = policy; self.scores = scores
+    }
+
+    enum CodingKeys: String, CodingKey { case scenario, policy }
+
+    /// One flat object: the scenario, the policy and every score.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(scenario, forKey: .scenario)
+        try c.encode(policy, forKey: .policy)
+        try scores.encode(to: encoder)
     }
 }
 

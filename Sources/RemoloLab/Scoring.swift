@@ -46,6 +46,22 @@ public struct Scores: Sendable, Equatable, Codable {
     public var maxJumpRatio = 0.0
 
     public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case latencyMsP50, latencyMsP95, latePct, starvedPct, lostPct, jitterRatio, jitterPxP99
+        case stutterPctMean, stutterPctMax, maxErrorPx, maxJumpRatio
+    }
+
+    /// A score that could not be computed (no frame, no packet) is null,
+    /// not a number JSON cannot hold.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        func put(_ v: Double, _ k: CodingKeys) throws { try c.encode(v.isFinite ? v : nil, forKey: k) }
+        try put(latencyMsP50, .latencyMsP50); try put(latencyMsP95, .latencyMsP95); try put(latePct, .latePct)
+        try put(starvedPct, .starvedPct); try put(lostPct, .lostPct); try put(jitterRatio, .jitterRatio)
+        try put(jitterPxP99, .jitterPxP99); try put(stutterPctMean, .stutterPctMean)
+        try put(stutterPctMax, .stutterPctMax); try put(maxErrorPx, .maxErrorPx); try put(maxJumpRatio, .maxJumpRatio)
+    }
 }
 
 public struct ScoreAccumulator: Sendable {

@@ -53,68 +53,54 @@ struct SimulateOptions {
     var policyGiven = false
 }
 
-func parseSimulate(_ args: [String]) throws(LabError) -> SimulateOptions {
+func parseSimulate(_ args: [String]) -> SimulateOptions {
     var o = SimulateOptions()
-    var i = 0
-    func value(_ flag: String) throws(LabError) -> String {
-        i += 1
-        guard i < args.count else { throw LabError("\(flag) needs a value\n\(simulateUsage)") }
-        return args[i]
-    }
-    func int(_ flag: String, _ range: ClosedRange<Int>) throws(LabError) -> Int {
-        let v = try value(flag)
-        guard let n = Int(v), range.contains(n) else { throw LabError("\(flag) takes a whole number in \(range.lowerBound)...\(range.upperBound), not '\(v)'") }
-        return n
-    }
-    while i < args.count {
-        let a = args[i]
-        switch a {
-        case "-h", "--help": print(simulateUsage); exit(0)
+    var p = Options(args, usage: simulateUsage)
+    while let flag = p.next() {
+        switch flag {
         case "--scenario":
-            let v = try value(a)
+            let v = p.value()
             if v == "all" { o.scenarios = Scenario.allCases } else {
                 o.scenarios = []
                 for n in v.split(separator: ",") {
                     guard let s = Scenario(name: String(n)) else {
-                        throw LabError("unknown scenario '\(n)': valid are " +
-                                       Scenario.allCases.map { "\($0.rawValue) (\($0.title))" }.joined(separator: ", ") + ", or all")
+                        fail("unknown scenario '\(n)': valid are " +
+                             Scenario.allCases.map { "\($0.rawValue) (\($0.title))" }.joined(separator: ", ") + ", or all")
                     }
                     o.scenarios.append(s)
                 }
             }
         case "--policy":
             o.policyGiven = true
-            let v = try value(a)
+            let v = p.value()
             if v == "all" { o.policies = Policy.all } else {
                 o.policies = []
-                for n in v.split(separator: ",") { o.policies.append(try Policy.parse(String(n))) }
+                for n in v.split(separator: ",") {
+                    do { o.policies.append(try Policy.parse(String(n))) } catch { fail(error.description) }
+                }
             }
-        case "--seeds": o.seeds = try int(a, 1...1000)
-        case "--seed": o.seed = try int(a, 0...Int(Int32.max))
+        case "--seeds": o.seeds = p.int(in: 1...1000)
+        case "--seed": o.seed = p.int(in: 0...Int(Int32.max))
         case "--display-hz":
-            o.displayHz = try int(a, 1...1000)
-            guard [60, 120, 144].contains(o.displayHz) else { throw LabError("--display-hz is 60, 120 or 144, not \(o.displayHz)") }
-        case "--sender-hz": o.senderHz = try int(a, 60...240)
-        case "--duration":
-            let v = try value(a)
-            guard let d = Double(v), d >= 1, d <= 3600 else { throw LabError("--duration takes seconds, 1...3600, not '\(v)'") }
-            o.duration = d
+            o.displayHz = p.int(in: 60...144)
+            guard [60, 120, 144].contains(o.displayHz) else { fail("--display-hz is 60, 120 or 144, not \(o.displayHz)") }
+        case "--sender-hz": o.senderHz = p.int(in: 60...240)
+        case "--duration": o.duration = p.double(in: 1...3600)
         case "--json": o.json = true
         case "--markdown": o.markdown = true
-        case "--dump-frames": o.dump = try value(a)
-        case "--trace": o.trace = try value(a)
-        case "--write-trace": o.writeTrace = try value(a)
-        case "--svg": o.svg = try value(a)
+        case "--dump-frames": o.dump = p.value()
+        case "--trace": o.trace = p.value()
+        case "--write-trace": o.writeTrace = p.value()
+        case "--svg": o.svg = p.value()
         case "--perfect-network": o.perfect = true
         case "--frontier": o.frontier = true
-        default: throw LabError("unknown option '\(a)'\n\(simulateUsage)")
+        default: p.unknown()
         }
-        i += 1
     }
     if o.frontier && !o.policyGiven { o.policies = [.arrival, .seed, .default] }
     if o.writeTrace != nil || (o.svg != nil && o.trace == nil && !o.frontier) {
         guard o.scenarios.count == 1 else {
-            throw LabError("--write-trace and --svg take one scenario: add --scenario S1 (or S2..S7)")
+            fail("--write-trace and --svg take one scenario: add --scenario S1 (or S2..S7)")
         }
     }
     return o
@@ -122,14 +108,14 @@ func parseSimulate(_ args: [String]) throws(LabError) -> SimulateOptions {
 
 func fmt(_ v: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", v) }
 
+/// One row as one line of JSON (snake_case names, nulls for scores that
+/// could not be computed).
 func jsonRow(_ r: LabRow) -> String {
-    let s = r.scores
-    func n(_ v: Double) -> String { v.isFinite ? String(format: "%.4f", v) : "null" }
-    return "{\"scenario\":\"\(r.scenario)\",\"policy\":\"\(r.policy)\",\"latency_ms_p50\":\(n(s.latencyMsP50)),"
-        + "\"latency_ms_p95\":\(n(s.latencyMsP95)),\"late_pct\":\(n(s.latePct)),\"starved_pct\":\(n(s.starvedPct)),"
-        + "\"lost_pct\":\(n(s.lostPct)),\"jitter_ratio\":\(n(s.jitterRatio)),\"jitter_px_p99\":\(n(s.jitterPxP99)),"
-        + "\"stutter_pct_mean\":\(n(s.stutterPctMean)),\"stutter_pct_max\":\(n(s.stutterPctMax)),"
-        + "\"max_error_px\":\(n(s.maxErrorPx)),\"max_jump_ratio\":\(n(s.maxJumpRatio))}"
+    let e = JSONEncoder()
+    e.keyEncodingStrategy = .convertToSnakeCase
+    e.outputFormatting = [.sortedKeys]
+    guard let d = try? e.encode(r) else { fail("cannot encode the row of \(r.scenario) \(r.policy)", code: 1) }
+    return String(decoding: d, as: UTF8.self)
 }
 
 func tableText(_ rows: [LabRow]) -> String {
@@ -203,8 +189,7 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
 }
 
 @Sendable func simulateCommand(_ args: [String]) {
-    let o: SimulateOptions
-    do { o = try parseSimulate(args) } catch { fail(error.description) }
+    let o = parseSimulate(args)
     var rows: [LabRow] = []
     if let path = o.trace {
         let trace: Trace

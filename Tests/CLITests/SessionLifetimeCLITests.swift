@@ -151,3 +151,23 @@ import Testing
         #expect(opened.contains("relay lost"), "\(opened)")
     }
 }
+
+@Suite struct SimulateCLITests {
+    @Test("1: --json: one object per row, snake_case names, every score")
+    func jsonRows() throws {
+        let c = try PairedConfigs(label: "simjson", paired: false)
+        defer { c.remove() }
+        let p = try CLIProcess(["simulate", "--scenario", "S1", "--policy", "default,arrival", "--seeds", "1",
+                                "--duration", "2", "--json"], configDir: c.receiver, log: c.log("sim"))
+        #expect(p.wait(upTo: 60) == 0, "\(p.output)")
+        let lines = p.output.split(separator: "\n")
+        #expect(lines.count == 2, "\(p.output)")
+        for l in lines {
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(l.utf8)) as? [String: Any])
+            for k in ["scenario", "policy", "latency_ms_p50", "latency_ms_p95", "late_pct", "starved_pct", "lost_pct",
+                      "jitter_ratio", "jitter_px_p99", "stutter_pct_mean", "stutter_pct_max", "max_error_px", "max_jump_ratio"] {
+                #expect(o[k] != nil, "no \(k) in \(l)")
+            }
+        }
+    }
+}
