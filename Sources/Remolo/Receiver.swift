@@ -611,10 +611,19 @@ public final class Receiver: @unchecked Sendable {
         var why = "closed"
         var grace = true
         channel.afterPong = { .receipt(loop.datagramsOpened(id) ?? 0) }
+        var lastButton: UInt32?
         loop: while true {
             do throws(SessionError) {
                 let m = try channel.receive()
                 if case .pong = m { continue }   // nothing asked for it; it renewed the idle deadline
+                if case .button(let b) = m {
+                    if let last = lastButton, b.sequence != last &+ 1 {
+                        channel.close(saying: .protocolError)
+                        why = "button sequence \(b.sequence) after \(last); said bye (protocol error)"
+                        break loop
+                    }
+                    lastButton = b.sequence
+                }
                 guard let d = played(m) else {
                     // Settings belong to the sender (the curve runs where the
                     // samples are); a receiver that took them would apply

@@ -162,8 +162,11 @@ public enum MouseButton: UInt8, Sendable, CaseIterable {
 }
 
 /// A button press or release. Buttons go over TCP (never lost); the sender
-/// time lets the receiver play them at the right moment relative to motion,
-/// and the sequence number lets it spot gaps across reconnections.
+/// time lets the receiver play them at the right moment relative to motion.
+/// The sequence number counts the sender's button messages: within a session
+/// each is the previous one plus one (the first may be anything), so a sender
+/// that skipped one (a bug that could leave a button held) is caught: the
+/// receiver ends the session (bye 2), which releases every button.
 public struct ButtonEvent: Equatable, Sendable {
     public var button: MouseButton
     public var isDown: Bool

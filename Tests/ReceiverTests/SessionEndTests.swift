@@ -138,3 +138,24 @@ extension RxSuite {
         }
     }
 }
+
+extension RxSuite.SessionEndTests {
+    @Test("7: a button message that skips a sequence number ends the session (bye 2) and releases the button")
+    func buttonSequenceGap() throws {
+        let p = try Pair()
+        let sink = try FrameSink()
+        let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+        defer { rx.stop(); withExtendedLifetime(sink) {} }
+        let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
+                                    receiver: p.receiverID.publicKey)
+        let ns = senderClockMicros() * 1000
+        try tx.channel.send(.button(ButtonEvent(button: .left, isDown: true, senderTimeNs: ns, sequence: 41)))
+        try tx.channel.send(.button(ButtonEvent(button: .right, isDown: true, senderTimeNs: ns + 1000, sequence: 42)))
+        try tx.channel.send(.button(ButtonEvent(button: .left, isDown: false, senderTimeNs: ns + 2000, sequence: 44)))
+        #expect(throws: SessionError.peerSaidBye(.protocolError)) { _ = try tx.channel.receive(timeout: 3) }
+        #expect(eventually(3) { rx.stats.sessionsRemoved == 1 })
+        sink.drain()
+        let keys = sink.keys()
+        #expect(keys.filter { $0.value == 1 }.count == 2 && keys.filter { $0.value == 0 }.count == 2, "\(keys)")
+    }
+}
