@@ -66,10 +66,9 @@ int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg)
 	int ret;
 
 	memset(l, 0, sizeof(*l));
-	l->sink_fd = -1;
 	l->record_fd = -1;
-	/* Exactly one output: the device, or an fd for the same bytes. */
-	if (!cfg || cfg->sock < 0 || (cfg->dev != NULL) == (cfg->sink_fd >= 0) ||
+	/* One output path: a ptrdev, over uinput or over the caller's fd. */
+	if (!cfg || cfg->sock < 0 || !cfg->dev || cfg->dev->fd < 0 ||
 	    cfg->rt_priority < 0 || cfg->record_fd < -1 || playout_config_check(&cfg->playout) < 0)
 		return -EINVAL;
 	if (cfg->record_fd > 0) {
@@ -80,7 +79,6 @@ int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg)
 	}
 	l->pcfg = cfg->playout;
 	l->dev = cfg->dev;
-	l->sink_fd = cfg->sink_fd;
 	l->rt_priority = cfg->rt_priority;
 	if (wire_init(&l->wire) < 0)
 		return -EIO;
@@ -107,32 +105,15 @@ static bool empty(const struct playout_out *o)
 	return !(o->dx | o->dy | o->wheel | o->hwheel | o->wheel_hires | o->hwheel_hires) && !o->nbtn;
 }
 
-/* One frame, one write(), as ptrdev_write does for the device. */
-static int write_fd(struct rx_loop *l, const struct playout_out *o)
-{
-	uint8_t held = l->held;
-	ssize_t w;
-	int n;
-
-	n = ptrdev_encode(l->frame, REMOLO_PTRDEV_FRAME_MAX, o, &held);
-	if (n <= 0)
-		return n;
-	do {
-		w = write(l->sink_fd, l->frame, (size_t)n * sizeof(l->frame[0]));
-	} while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -errno;
-	l->held = held;
-	return (int)w;
-}
-
 static void emit(struct rx_loop *l, const struct playout_out *o)
 {
 	int ret;
 
 	if (empty(o))
 		return;
-	ret = l->dev ? ptrdev_write(l->dev, o) : write_fd(l, o);
+	/* A failed write is counted here; ptrdev itself restores the buttons
+	 * on its next write. */
+	ret = ptrdev_write(l->dev, o);
 	if (unlikely(ret < 0)) {
 		l->st.write_errors++;
 		l->st.last_write_errno = (uint64_t)-ret;

@@ -48,8 +48,9 @@ public enum ReceiverOutput: Sendable {
     /// A new uinput pointer device with this name (what the desktop sees).
     case uinput(name: String)
     /// Any file descriptor: the same encoded evdev frames (struct
-    /// input_event), one write() per tick. For tests and tools; the caller
-    /// owns the descriptor. This is not a pointer device.
+    /// input_event), one write() per tick, by the device's own write and
+    /// button-recovery code. For tests and tools; the caller owns the
+    /// descriptor. This is not a pointer device.
     case fileDescriptor(Int32)
 }
 
@@ -195,7 +196,7 @@ public final class ReceiveLoop: @unchecked Sendable {
     // @unchecked Sendable: all mutable state lives in the C loop, reached
     // only through its thread-safe entry points.
     private let storage: LoopStorage
-    private let device: LoopDevice?
+    private let device: LoopDevice
     private let recorder: ArrivalRecorder?
     /// The UDP socket's local port.
     public let port: UInt16
@@ -225,16 +226,9 @@ public final class ReceiveLoop: @unchecked Sendable {
         var cfg = rx_config()
         cfg.playout = playout.c
         cfg.sock = socket
-        cfg.sink_fd = -1
         cfg.rt_priority = realtimePriority
         cfg.record_fd = recordArrivals?.writeFD ?? -1
-        var dev: LoopDevice?
-        switch output {
-        case .uinput(let name):
-            dev = try LoopDevice(name: name)
-        case .fileDescriptor(let fd):
-            cfg.sink_fd = fd
-        }
+        let dev = try LoopDevice(output)
         var addr = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let gotName = withUnsafeMutablePointer(to: &addr) {
@@ -246,7 +240,7 @@ public final class ReceiveLoop: @unchecked Sendable {
             UInt16(raw[2]) << 8 | UInt16(raw[3])
         }
         let st = LoopStorage()
-        cfg.dev = dev?.dev
+        cfg.dev = dev.dev
         let r = rx_loop_init(st.loop, &cfg)
         guard r == 0 else { throw ReceiverError("cannot set up the receive loop: \(String(cString: strerror(-r)))") }
         storage = st
@@ -278,7 +272,7 @@ public final class ReceiveLoop: @unchecked Sendable {
     }
 
     /// The uinput node the loop writes to, if it writes to a device.
-    public var devnode: String? { device?.devnode }
+    public var devnode: String? { device.devnode }
 
     public var stats: ReceiverStats {
         var s = rx_stats()
@@ -381,15 +375,27 @@ private func sodium_wipe(_ raw: UnsafeMutableRawBufferPointer) -> Int {
     return raw.count
 }
 
-/// The loop's own uinput device: written only by the loop thread, destroyed
-/// (buttons released) after the loop has stopped.
+/// The loop's own output device (uinput, or the same device over the
+/// caller's fd): written only by the loop thread, destroyed (buttons
+/// released) after the loop has stopped.
 private final class LoopDevice: @unchecked Sendable {
     // @unchecked Sendable: after init only the loop thread touches it.
     let device: PointerDevice
+    let isUinput: Bool
     var dev: UnsafeMutablePointer<ptrdev> { device.dev }
-    var devnode: String { device.devnode }
+    /// The uinput node; nil for an fd.
+    var devnode: String? { isUinput ? device.devnode : nil }
 
-    init(name: String) throws(PointerDeviceError) { device = try PointerDevice(name: name) }
+    init(_ output: ReceiverOutput) throws(PointerDeviceError) {
+        switch output {
+        case .uinput(let name):
+            device = try PointerDevice(name: name)
+            isUinput = true
+        case .fileDescriptor(let fd):
+            device = try PointerDevice(fileDescriptor: fd)
+            isUinput = false
+        }
+    }
 }
 
 /// The whole receiver: a UDP receive loop and a TCP control server on the

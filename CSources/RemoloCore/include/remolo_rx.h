@@ -72,8 +72,9 @@ _Static_assert((REMOLO_RX_CMDQ_CAP & (REMOLO_RX_CMDQ_CAP - 1)) == 0, "command ri
 struct rx_config {
 	struct playout_config playout;  /* per session; playout_config_default */
 	int sock;                       /* bound UDP socket; the caller owns it */
-	struct ptrdev *dev;             /* output: the uinput device, or NULL ... */
-	int sink_fd;                    /* ... this fd gets the same encoded frames */
+	struct ptrdev *dev;             /* output, initialised by the caller (uinput,
+					 * or ptrdev_init_fd); the loop thread alone
+					 * writes to it while the loop runs */
 	int rt_priority;                /* SCHED_FIFO priority on the loop thread; 0 = off */
 	int record_fd;                  /* arrival records (struct rx_record): the
 					 * write end of a pipe opened O_NONBLOCK;
@@ -259,11 +260,8 @@ struct rx_loop {
 	uint32_t session_no[REMOLO_SESSIONS_MAX]; /* serial of the session in a slot */
 	struct playout_config pcfg;
 	struct ptrdev *dev;
-	int sink_fd;
 	int record_fd;                  /* -1 = not recording */
 	int rt_priority;
-	uint8_t held;                   /* buttons down at the output (fd sink) */
-	struct input_event frame[REMOLO_PTRDEV_FRAME_MAX];
 	struct rx_cmdq cmdq;
 	struct rx_stats st;             /* loop thread only */
 	struct rx_stats_pub pub;        /* for rx_stats_read */
@@ -272,8 +270,8 @@ struct rx_loop {
 };
 
 /* Sets up the loop on the caller's thread (fds, buffers, sessions table).
- * 0 or -errno (-EINVAL: bad config, both or neither output, a record_fd
- * that is not a pipe's non-blocking write end). */
+ * 0 or -errno (-EINVAL: bad config, no output device, a record_fd that is
+ * not a pipe's non-blocking write end). */
 int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg);
 /* Runs until RX_OP_STOP, on the thread that will own the ring. Returns 0, or
  * -errno when the ring cannot be set up (also left in run_error). */
