@@ -29,10 +29,7 @@
 #include "remolo_ptrdev.h"
 #include "remolo_wire.h"
 
-/* ---- capacities --------------------------------------------------------- */
-/* Provided receive buffers: a power of two (the kernel's buffer ring indexes
- * with a mask). 256 covers a burst of ~2 ms at loopback line rate. */
-#define REMOLO_RX_BUFS           256u
+/* ---- sizes (the capacities are in remolo_limits.h) ---------------------- */
 /* One buffer holds struct io_uring_recvmsg_out (16), the source address
  * (sockaddr_in6, 28) and the payload. 128 leaves 84 payload bytes: any
  * datagram longer than WIRE_DATAGRAM_LEN is still seen as too long. */
@@ -46,8 +43,6 @@
  * datagram at once, plus the timer and wake reads. When the CQ is full a
  * multishot request cannot post and ends (without IORING_CQE_F_MORE). */
 #define REMOLO_RX_CQ_ENTRIES     (2u * REMOLO_RX_BUFS)
-/* Commands queued from other threads and not yet run by the loop. */
-#define REMOLO_RX_CMDQ_CAP       64u
 /* Ticks a session's end may take to play out what it still holds: every
  * queued button event can be one transition of the same button, one per
  * tick (a click never becomes down and up in one frame). */
@@ -60,13 +55,10 @@
 /* The buffer group id of the provided-buffer ring. */
 #define REMOLO_RX_BGID           7u
 
-_Static_assert((REMOLO_RX_BUFS & (REMOLO_RX_BUFS - 1)) == 0, "buffer ring: power of two");
-_Static_assert(REMOLO_RX_BUFS <= 32768, "buffer ring entries: kernel limit 32768");
 _Static_assert(REMOLO_RX_BUF_SIZE > REMOLO_RX_OUT_HDR + REMOLO_RX_NAME_LEN + WIRE_DATAGRAM_LEN,
 	       "a buffer holds a datagram and one byte more (to see over-long ones)");
 _Static_assert((REMOLO_RX_CQ_ENTRIES & (REMOLO_RX_CQ_ENTRIES - 1)) == 0 &&
 	       REMOLO_RX_CQ_ENTRIES >= REMOLO_RX_BUFS + 2, "CQ: power of two, a CQE per buffer");
-_Static_assert((REMOLO_RX_CMDQ_CAP & (REMOLO_RX_CMDQ_CAP - 1)) == 0, "command ring: power of two");
 
 /* ---- configuration ------------------------------------------------------ */
 struct rx_config {
