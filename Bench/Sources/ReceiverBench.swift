@@ -26,7 +26,7 @@ private let rxID: [UInt8] = Array("rxbench!".utf8)
 private final class BenchLoop: @unchecked Sendable {
     // @unchecked Sendable: the loop thread owns `l` while it runs; this
     // thread only uses rx_cmd_push and rx_stats_read, made for that.
-    let l = UnsafeMutablePointer<rx_loop>.allocate(capacity: 1)
+    let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
     let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
     let done = DispatchSemaphore(value: 0)
     let sock: Int32
@@ -82,7 +82,7 @@ private final class BenchLoop: @unchecked Sendable {
         _ = rx_cmd_push(l, &c)
         done.wait()
         rx_loop_deinit(l)
-        l.deallocate()
+        UnsafeMutableRawPointer(l).deallocate()
         ptrdev_deinit(dev)
         dev.deallocate()
         close(sock)

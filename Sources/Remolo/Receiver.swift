@@ -174,19 +174,20 @@ private final class LoopStorage: @unchecked Sendable {
     // @unchecked Sendable: the loop thread owns `loop` while it runs; other
     // threads reach it only through rx_cmd_push (serialised by `producer`),
     // rx_cmd_result, rx_stats_read and rx_loop_state, which are made for that.
-    let loop: UnsafeMutablePointer<rx_loop>
+    let loop: OpaquePointer  // struct rx_loop, rx_loop_size() bytes
     let producer = Mutex(())
     let finished = DispatchSemaphore(value: 0)
 
     init() {
-        loop = .allocate(capacity: 1)
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(),
+                                                   alignment: Int(REMOLO_RX_LOOP_ALIGN))
         // The struct is large (~300 KB, mostly playout rings): zero it once
         // here, so no page is first touched on the loop thread.
-        UnsafeMutableRawPointer(loop).initializeMemory(as: UInt8.self, repeating: 0,
-                                                       count: MemoryLayout<rx_loop>.size)
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: rx_loop_size())
+        loop = OpaquePointer(raw)
     }
 
-    deinit { loop.deallocate() }
+    deinit { UnsafeMutableRawPointer(loop).deallocate() }
 }
 
 /// The receive loop alone: datagrams from a bound UDP socket, played out at

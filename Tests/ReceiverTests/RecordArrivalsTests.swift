@@ -293,9 +293,9 @@ extension RxSuite {
             let udp = try Receiver.bindUDP(host: "127.0.0.1", port: 0)
             defer { close(udp) }
             let sink = try FrameSink()
-            let l = UnsafeMutablePointer<rx_loop>.allocate(capacity: 1)
+            let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
             let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
-            defer { l.deallocate(); dev.deallocate() }
+            defer { UnsafeMutableRawPointer(l).deallocate(); dev.deallocate() }
             try #require(ptrdev_init_fd(dev, sink.writeFD) == 0)
             var fds: [Int32] = [-1, -1]
             try #require(pipe(&fds) == 0)

@@ -7,7 +7,7 @@ import Testing
 private final class RawLoop: @unchecked Sendable {
     // @unchecked Sendable: the loop thread owns `l` while it runs; the test
     // thread only uses the cross-thread entry points.
-    let l = UnsafeMutablePointer<rx_loop>.allocate(capacity: 1)
+    let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
     let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
     let done = DispatchSemaphore(value: 0)
     var started = false
@@ -48,7 +48,7 @@ private final class RawLoop: @unchecked Sendable {
             done.wait()
         }
         rx_loop_deinit(l)
-        l.deallocate()
+        UnsafeMutableRawPointer(l).deallocate()
         ptrdev_deinit(dev)
         dev.deallocate()
     }
@@ -110,9 +110,9 @@ extension RxSuite {
 
         /// One output, always a ptrdev (uinput or an fd), initialised.
         @Test func initRefusesBadConfig() {
-            let l = UnsafeMutablePointer<rx_loop>.allocate(capacity: 1)
+            let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
             let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
-            defer { l.deallocate(); dev.deallocate() }
+            defer { UnsafeMutableRawPointer(l).deallocate(); dev.deallocate() }
             var cfg = rx_config()
             playout_config_default(&cfg.playout)
             cfg.sock = 0
