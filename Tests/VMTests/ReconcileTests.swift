@@ -81,4 +81,20 @@ import Testing
         #expect(p.d.held == 0 && p.d.want == 0)
         #expect(ptrdev_release(&p.d) == 0, "nothing held: nothing written")
     }
+
+    /// fd mode: the caller owns the fd. Deinit releases what is held into
+    /// it and leaves it open; a bad fd fails at init, not at every write.
+    @Test func fdModeDeinitReleasesAndLeavesTheFdOpen() throws {
+        let p = try PipeDevice()
+        #expect(p.write(buttons: [(BTN_LEFT, true)]) > 0)
+        _ = p.drain()
+        ptrdev_deinit(&p.d)
+        #expect(p.drain() == [.key(BTN_LEFT, false), .syn])
+        #expect(fcntl(p.wr, F_GETFD) >= 0, "the caller's fd stays open")
+        #expect(p.write(dx: 1) == -ENODEV)
+        var d = ptrdev()
+        #expect(ptrdev_init_fd(&d, -1) == -EBADF)
+        #expect(ptrdev_init_fd(&d, 1_000_000) == -EBADF)
+        #expect(ptrdev_devnode(&d) == nil)
+    }
 }
