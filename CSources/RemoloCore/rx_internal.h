@@ -9,9 +9,9 @@
  * in r->stats, the loop in l->st. The loop gathers them into one struct
  * rx_stats when it publishes.
  *
- * Still free of liburing: it is included only from .c files of this target
- * (platform notes), and rxloop.c need not see it either. The ring lives in
- * opaque, size-checked byte arrays that rxring.c casts.
+ * Still free of liburing (platform notes: include it only from .c files),
+ * so that of the files here only rxring.c compiles with it: the ring lives
+ * in opaque byte arrays that rxring.c casts and checks the sizes of.
  */
 #ifndef REMOLO_RX_INTERNAL_H
 #define REMOLO_RX_INTERNAL_H
