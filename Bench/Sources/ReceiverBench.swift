@@ -4,7 +4,7 @@ import RemoloCore
 
 // The receive loop (CSources/RemoloCore/rx*.c) with real loopback UDP:
 // datagrams through io_uring receive, wire_open and playout_push, the
-// 480 Hz drain writing frames to /dev/null.
+// 480 Hz drain writing frames through ptrdev (fd mode) to /dev/null.
 //
 //   rx.datagram_ns      wall time per datagram, this thread sending bursts
 //                       of 64 (at most 3 in flight) and the loop receiving
@@ -26,7 +26,8 @@ private let rxID: [UInt8] = Array("rxbench!".utf8)
 private final class BenchLoop: @unchecked Sendable {
     // @unchecked Sendable: the loop thread owns `l` while it runs; this
     // thread only uses rx_cmd_push and rx_stats_read, made for that.
-    let l = UnsafeMutablePointer<rx_loop>.allocate(capacity: 1)
+    let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
+    let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
     let done = DispatchSemaphore(value: 0)
     let sock: Int32
     let sink: Int32
@@ -50,7 +51,8 @@ private final class BenchLoop: @unchecked Sendable {
         var cfg = rx_config()
         playout_config_default(&cfg.playout)
         cfg.sock = sock
-        cfg.sink_fd = sink
+        precondition(ptrdev_init_fd(dev, sink) == 0, "ptrdev_init_fd")
+        cfg.dev = dev
         precondition(rx_loop_init(l, &cfg) == 0, "rx_loop_init")
         Thread { [self] in
             _ = rx_loop_run(l)
@@ -80,7 +82,9 @@ private final class BenchLoop: @unchecked Sendable {
         _ = rx_cmd_push(l, &c)
         done.wait()
         rx_loop_deinit(l)
-        l.deallocate()
+        UnsafeMutableRawPointer(l).deallocate()
+        ptrdev_deinit(dev)
+        dev.deallocate()
         close(sock)
         close(sink)
     }

@@ -8,6 +8,7 @@
  * could then wake up between events of one tick.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 #include <libevdev/libevdev.h>
@@ -73,6 +74,17 @@ err:
 	d->dev = NULL;
 	d->uidev = NULL;
 	return ret;
+}
+
+int ptrdev_init_fd(struct ptrdev *d, int fd)
+{
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+	/* Checked once here, so a bad fd fails setup rather than every tick. */
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	d->fd = fd;
+	return 0;
 }
 
 static void put(struct input_event *ev, int *n, unsigned int type, unsigned int code, int value)
@@ -190,7 +202,7 @@ int ptrdev_write(struct ptrdev *d, const struct playout_out *out)
 	uint8_t held;
 	int n, ret;
 
-	if (!d->uidev)
+	if (d->fd < 0)
 		return -ENODEV;
 	/* Recovery only (an extra write on the call after a failure): first
 	 * bring the device back to what was asked for. */
@@ -222,7 +234,7 @@ const char *ptrdev_devnode(const struct ptrdev *d)
 
 int ptrdev_release(struct ptrdev *d)
 {
-	if (!d->uidev)
+	if (d->fd < 0)
 		return -ENODEV;
 	d->want = 0;
 	return d->held ? reconcile(d) : 0;
@@ -233,8 +245,9 @@ void ptrdev_deinit(struct ptrdev *d)
 	/* Best effort: the kernel drops a destroyed device's keys too, but
 	 * only an explicit release reaches every reader in order before the
 	 * device goes away. */
-	if (d->uidev)
+	if (d->fd >= 0)
 		(void)ptrdev_release(d);
+	/* fd mode: the fd is the caller's to close. */
 	if (d->uidev)
 		libevdev_uinput_destroy(d->uidev);
 	if (d->dev)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The receiver's loop (see remolo_rx.h): datagrams into per-session
- * playouts, a 480 Hz drain into one output frame per tick, commands from
- * the control plane in between. Single-threaded and allocation-free once
+ * The receiver's loop (see remolo_rx.h, rx_internal.h): datagrams into
+ * per-session playouts, a 480 Hz drain into one output frame per tick,
+ * commands from the control plane in between. Single-threaded and allocation-free once
  * rx_loop_run has set up its ring.
  *
  * The timer runs only while some session has something to play: it starts
@@ -19,7 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
-#include "remolo_rx.h"
+#include "rx_internal.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -27,6 +27,11 @@
 _Static_assert(WIRE_DROP_COUNT == sizeof(((struct rx_stats *)0)->drop) / sizeof(uint64_t),
 	       "a drop counter per wire reason");
 _Static_assert(sizeof(struct rx_record) <= PIPE_BUF, "a record is one atomic pipe write");
+
+size_t rx_loop_size(void)
+{
+	return sizeof(struct rx_loop);
+}
 
 static int load_state(const int32_t *p)
 {
@@ -61,15 +66,37 @@ static int check_record_fd(int fd)
 	return 0;
 }
 
+/* ---- statistics --------------------------------------------------------- */
+
+/* The wire and the ring keep their own counters; the published snapshot
+ * gathers them with the loop's. */
+static void publish(struct rx_loop *l)
+{
+	const struct rx_ring_stats *rs = &l->ring.stats;
+
+	l->st.opened = l->wire.stats.opened;
+	memcpy(l->st.drop, l->wire.stats.drop, sizeof(l->st.drop));
+	l->st.truncated = rs->truncated;
+	l->st.enobufs = rs->enobufs;
+	l->st.recv_arms = rs->recv_arms;
+	l->st.recv_errors = rs->recv_errors;
+	l->st.setup_flags = l->ring.flags;
+	rx_stats_pub_write(&l->pub, &l->st);
+}
+
+void rx_stats_read(const struct rx_loop *l, struct rx_stats *out)
+{
+	rx_stats_pub_read(&l->pub, out);
+}
+
 int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg)
 {
 	int ret;
 
 	memset(l, 0, sizeof(*l));
-	l->sink_fd = -1;
 	l->record_fd = -1;
-	/* Exactly one output: the device, or an fd for the same bytes. */
-	if (!cfg || cfg->sock < 0 || (cfg->dev != NULL) == (cfg->sink_fd >= 0) ||
+	/* One output path: a ptrdev, over uinput or over the caller's fd. */
+	if (!cfg || cfg->sock < 0 || !cfg->dev || cfg->dev->fd < 0 ||
 	    cfg->rt_priority < 0 || cfg->record_fd < -1 || playout_config_check(&cfg->playout) < 0)
 		return -EINVAL;
 	if (cfg->record_fd > 0) {
@@ -80,7 +107,6 @@ int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg)
 	}
 	l->pcfg = cfg->playout;
 	l->dev = cfg->dev;
-	l->sink_fd = cfg->sink_fd;
 	l->rt_priority = cfg->rt_priority;
 	if (wire_init(&l->wire) < 0)
 		return -EIO;
@@ -89,7 +115,7 @@ int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg)
 		wire_deinit(&l->wire);
 		return ret;
 	}
-	rx_stats_publish(l);
+	publish(l);
 	return 0;
 }
 
@@ -97,7 +123,7 @@ void rx_loop_deinit(struct rx_loop *l)
 {
 	rx_ring_deinit(&l->ring);
 	wire_deinit(&l->wire);
-	explicit_bzero(l->cmdq.cmd, sizeof(l->cmdq.cmd));
+	rx_cmdq_wipe(&l->cmdq);
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -107,32 +133,15 @@ static bool empty(const struct playout_out *o)
 	return !(o->dx | o->dy | o->wheel | o->hwheel | o->wheel_hires | o->hwheel_hires) && !o->nbtn;
 }
 
-/* One frame, one write(), as ptrdev_write does for the device. */
-static int write_fd(struct rx_loop *l, const struct playout_out *o)
-{
-	uint8_t held = l->held;
-	ssize_t w;
-	int n;
-
-	n = ptrdev_encode(l->frame, REMOLO_PTRDEV_FRAME_MAX, o, &held);
-	if (n <= 0)
-		return n;
-	do {
-		w = write(l->sink_fd, l->frame, (size_t)n * sizeof(l->frame[0]));
-	} while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -errno;
-	l->held = held;
-	return (int)w;
-}
-
 static void emit(struct rx_loop *l, const struct playout_out *o)
 {
 	int ret;
 
 	if (empty(o))
 		return;
-	ret = l->dev ? ptrdev_write(l->dev, o) : write_fd(l, o);
+	/* A failed write is counted here; ptrdev itself restores the buttons
+	 * on its next write. */
+	ret = ptrdev_write(l->dev, o);
 	if (unlikely(ret < 0)) {
 		l->st.write_errors++;
 		l->st.last_write_errno = (uint64_t)-ret;
@@ -312,7 +321,7 @@ static void end_session(struct rx_loop *l, uint32_t slot, uint64_t now)
 	struct playout_out o;
 
 	playout_flush(&l->po[slot], now);
-	for (uint32_t i = 0; i < REMOLO_RX_FLUSH_TICKS; i++) {
+	for (uint32_t i = 0; i < RX_FLUSH_TICKS; i++) {
 		playout_tick(&l->po[slot], now, &o);
 		if (empty(&o))
 			break;
@@ -378,14 +387,35 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 	return r < 0 ? r : (c->op == RX_OP_ADD_SESSION ? r : 0);
 }
 
-/* ---- the loop ----------------------------------------------------------- */
-
-static void publish(struct rx_loop *l)
+/* Runs every queued command; true when one of them asks to stop (the rest
+ * stay queued and are never run). */
+static bool run_cmds(struct rx_loop *l)
 {
-	l->st.opened = l->wire.stats.opened;
-	memcpy(l->st.drop, l->wire.stats.drop, sizeof(l->st.drop));
-	rx_stats_publish(l);
+	const struct rx_cmd *c;
+	bool stop = false;
+
+	while (!stop && (c = rx_cmdq_peek(&l->cmdq)) != NULL)
+		rx_cmdq_done(&l->cmdq, run_cmd(l, c, &stop));
+	return stop;
 }
+
+int64_t rx_cmd_push(struct rx_loop *l, const struct rx_cmd *c)
+{
+	int64_t seq = rx_cmdq_push(&l->cmdq, c);
+	int ret;
+
+	if (seq < 0)
+		return seq;
+	ret = rx_ring_wake(&l->ring);
+	return ret < 0 ? ret : seq;
+}
+
+int rx_cmd_result(const struct rx_loop *l, uint32_t seq, int32_t *result)
+{
+	return rx_cmdq_result(&l->cmdq, seq, result) ? 1 : 0;
+}
+
+/* ---- the loop ----------------------------------------------------------- */
 
 /* Scheduling for the drain thread. Timer slack 1 ns: the default 50 us
  * slack delays every wake-up that goes through a sleeping wait. SCHED_FIFO
@@ -408,26 +438,25 @@ static void tune_thread(struct rx_loop *l)
 int rx_loop_run(struct rx_loop *l)
 {
 	struct rx_ev ev;
-	int ret, stop = 0;
+	bool stop = false;
+	int ret;
 
 	tune_thread(l);
 	ret = rx_ring_up(&l->ring);
 	if (ret < 0)
 		goto out;
-	l->st.setup_flags = l->ring.flags;
-	l->st.recv_arms = 1;
 	publish(l);
 	__atomic_store_n(&l->state, RX_STATE_RUNNING, __ATOMIC_RELEASE);
 
 	while (!stop) {
-		ret = rx_ring_wait(&l->ring, &l->st);
+		ret = rx_ring_wait(&l->ring);
 		if (unlikely(ret < 0))
 			break;
 		/* Commands first: a session added before its first datagram
 		 * was sent is live before that datagram is opened, even when
 		 * both complete in the same batch. */
-		stop = rx_cmd_drain(l, run_cmd);
-		while (!stop && rx_ring_next(&l->ring, &ev, &l->st)) {
+		stop = run_cmds(l);
+		while (!stop && rx_ring_next(&l->ring, &ev)) {
 			switch (ev.kind) {
 			case RX_EV_DATAGRAM:
 				on_datagram(l, &ev);
@@ -437,7 +466,7 @@ int rx_loop_run(struct rx_loop *l)
 				on_tick(l, ev.expirations);
 				break;
 			case RX_EV_WAKE:
-				stop = rx_cmd_drain(l, run_cmd);
+				stop = run_cmds(l);
 				break;
 			default:
 				break;

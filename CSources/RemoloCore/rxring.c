@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The receiver's io_uring (see remolo_rx.h): one ring, three requests in
+ * The receiver's io_uring (see rx_internal.h): one ring, three requests in
  * flight at any time, in the manner of liburing's examples/io_uring-udp.c.
  *
  *   TAG_RECV   multishot recvmsg on the UDP socket (Linux 6.0), buffers
@@ -12,6 +12,10 @@
  *
  * Re-arming only prepares an SQE; it goes to the kernel with the next
  * rx_ring_wait, so a batch of completions costs one io_uring_enter.
+ *
+ * The ring counts its own receive events in r->stats (as wire.c counts in
+ * w->stats); the loop copies them when it publishes. The loop's clock lives
+ * here too: the timerfd that paces the drain runs on it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,10 +25,11 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <liburing.h>
 
-#include "remolo_rx.h"
+#include "rx_internal.h"
 
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -35,11 +40,11 @@ enum { TAG_RECV = 1, TAG_TIMER = 2, TAG_WAKE = 3 };
 #define PROBE_ENTRIES 2u
 #define STATUS_LINE 256
 
-_Static_assert(sizeof(struct io_uring) <= REMOLO_RX_URING_BYTES, "struct io_uring fits its room");
+_Static_assert(sizeof(struct io_uring) <= RX_URING_BYTES, "struct io_uring fits its room");
 _Static_assert(_Alignof(struct io_uring) <= 16, "struct io_uring alignment");
-_Static_assert(sizeof(struct msghdr) <= REMOLO_RX_MSGHDR_BYTES, "struct msghdr fits its room");
-_Static_assert(sizeof(struct io_uring_recvmsg_out) == REMOLO_RX_OUT_HDR, "recvmsg_out header");
-_Static_assert(sizeof(struct sockaddr_in6) == REMOLO_RX_NAME_LEN, "room for an IPv6 source");
+_Static_assert(sizeof(struct msghdr) <= RX_MSGHDR_BYTES, "struct msghdr fits its room");
+_Static_assert(sizeof(struct io_uring_recvmsg_out) == RX_OUT_HDR, "recvmsg_out header");
+_Static_assert(sizeof(struct sockaddr_in6) == RX_NAME_LEN, "room for an IPv6 source");
 _Static_assert(REMOLO_RX_BUFS <= 65536, "buffer ids are u16");
 
 static struct io_uring *uring(struct rx_ring *r)
@@ -130,7 +135,7 @@ int rx_ring_init(struct rx_ring *r, int sock)
 	/* The buffer ring must be page aligned (io_uring_register_buf_ring;
 	 * liburing 2.3 has no io_uring_setup_buf_ring to do it for us). The
 	 * buffers follow it in the same mapping. */
-	r->map_len = rb + (size_t)REMOLO_RX_BUFS * REMOLO_RX_BUF_SIZE;
+	r->map_len = rb + (size_t)REMOLO_RX_BUFS * RX_BUF_SIZE;
 	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (r->map == MAP_FAILED) {
 		ret = -errno;
@@ -162,7 +167,7 @@ int rx_ring_init(struct rx_ring *r, int sock)
 	 * reaps each completion instead: the error is the loop's wake-up
 	 * latency (~60 us p99 under SCHED_FIFO here), well inside the 6 ms
 	 * minimum delay, and the clock estimate keeps the fastest trip. */
-	msg(r)->msg_namelen = REMOLO_RX_NAME_LEN;
+	msg(r)->msg_namelen = RX_NAME_LEN;
 	msg(r)->msg_controllen = 0;
 	return 0;
 
@@ -179,7 +184,7 @@ static int arm_recv(struct rx_ring *r)
 		return -EBUSY;
 	io_uring_prep_recvmsg_multishot(sqe, r->sock, msg(r), 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
-	sqe->buf_group = REMOLO_RX_BGID;
+	sqe->buf_group = RX_BGID;
 	io_uring_sqe_set_data64(sqe, TAG_RECV);
 	r->recv_armed = true;
 	return 0;
@@ -220,8 +225,8 @@ int rx_ring_up(struct rx_ring *r)
 
 		memset(&p, 0, sizeof(p));
 		p.flags = setup_flags[i] | IORING_SETUP_CQSIZE;
-		p.cq_entries = REMOLO_RX_CQ_ENTRIES;
-		ret = io_uring_queue_init_params(REMOLO_RX_SQ_ENTRIES, uring(r), &p);
+		p.cq_entries = RX_CQ_ENTRIES;
+		ret = io_uring_queue_init_params(RX_SQ_ENTRIES, uring(r), &p);
 		if (ret != -EINVAL)
 			break;
 	}
@@ -233,13 +238,13 @@ int rx_ring_up(struct rx_ring *r)
 	br = buf_ring(r);
 	io_uring_buf_ring_init(br);
 	for (i = 0; i < REMOLO_RX_BUFS; i++)
-		io_uring_buf_ring_add(br, r->bufs + (size_t)i * REMOLO_RX_BUF_SIZE, REMOLO_RX_BUF_SIZE,
+		io_uring_buf_ring_add(br, r->bufs + (size_t)i * RX_BUF_SIZE, RX_BUF_SIZE,
 				      (unsigned short)i, BUF_MASK, (int)i);
 	io_uring_buf_ring_advance(br, REMOLO_RX_BUFS);
 	memset(&reg, 0, sizeof(reg));
 	reg.ring_addr = (unsigned long)(uintptr_t)br;
 	reg.ring_entries = REMOLO_RX_BUFS;
-	reg.bgid = REMOLO_RX_BGID;
+	reg.bgid = RX_BGID;
 	ret = io_uring_register_buf_ring(uring(r), &reg, 0);
 	if (ret < 0)
 		goto fail;
@@ -254,6 +259,8 @@ int rx_ring_up(struct rx_ring *r)
 	ret = io_uring_submit(uring(r));
 	if (ret < 0)
 		goto fail;
+	/* The first arm; rx_ring_wait counts the re-arms. */
+	r->stats.recv_arms = 1;
 	return 0;
 
 fail:
@@ -263,7 +270,7 @@ fail:
 
 /* ---- the wait and the completions --------------------------------------- */
 
-int rx_ring_wait(struct rx_ring *r, struct rx_stats *st)
+int rx_ring_wait(struct rx_ring *r)
 {
 	int ret;
 
@@ -271,7 +278,7 @@ int rx_ring_wait(struct rx_ring *r, struct rx_stats *st)
 		ret = arm_recv(r);
 		if (ret < 0)
 			return ret;
-		st->recv_arms++;
+		r->stats.recv_arms++;
 	}
 	ret = io_uring_submit_and_wait(uring(r), 1);
 	if (unlikely(ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY))
@@ -279,9 +286,9 @@ int rx_ring_wait(struct rx_ring *r, struct rx_stats *st)
 	return 0;
 }
 
-static void on_recv(struct rx_ring *r, const struct io_uring_cqe *cqe, struct rx_ev *ev,
-		    struct rx_stats *st)
+static void on_recv(struct rx_ring *r, const struct io_uring_cqe *cqe, struct rx_ev *ev)
 {
+	struct rx_ring_stats *st = &r->stats;
 	struct io_uring_recvmsg_out *o;
 	uint8_t *buf;
 	uint16_t bid;
@@ -304,7 +311,7 @@ static void on_recv(struct rx_ring *r, const struct io_uring_cqe *cqe, struct rx
 		return;
 	}
 	bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-	buf = r->bufs + (size_t)(bid & BUF_MASK) * REMOLO_RX_BUF_SIZE;
+	buf = r->bufs + (size_t)(bid & BUF_MASK) * RX_BUF_SIZE;
 	o = io_uring_recvmsg_validate(buf, cqe->res, msg(r));
 	ev->bid = bid;
 	if (unlikely(!o)) {
@@ -323,18 +330,18 @@ static void on_recv(struct rx_ring *r, const struct io_uring_cqe *cqe, struct rx
 		st->truncated++;
 }
 
-int rx_ring_next(struct rx_ring *r, struct rx_ev *ev, struct rx_stats *st)
+bool rx_ring_next(struct rx_ring *r, struct rx_ev *ev)
 {
 	struct io_uring_cqe *cqe;
 	uint64_t tag;
 
 	if (io_uring_peek_cqe(uring(r), &cqe) != 0 || !cqe)
-		return 0;
+		return false;
 	memset(ev, 0, sizeof(*ev));
 	tag = io_uring_cqe_get_data64(cqe);
 	switch (tag) {
 	case TAG_RECV:
-		on_recv(r, cqe, ev, st);
+		on_recv(r, cqe, ev);
 		break;
 	case TAG_TIMER:
 		/* A read of a stopped (disarmed) timer just waits; -ECANCELED
@@ -353,15 +360,15 @@ int rx_ring_next(struct rx_ring *r, struct rx_ev *ev, struct rx_stats *st)
 		break;
 	}
 	io_uring_cqe_seen(uring(r), cqe);
-	return 1;
+	return true;
 }
 
 void rx_ring_recycle(struct rx_ring *r, uint16_t bid)
 {
 	struct io_uring_buf_ring *br = buf_ring(r);
 
-	io_uring_buf_ring_add(br, r->bufs + (size_t)(bid & BUF_MASK) * REMOLO_RX_BUF_SIZE,
-			      REMOLO_RX_BUF_SIZE, bid, BUF_MASK, 0);
+	io_uring_buf_ring_add(br, r->bufs + (size_t)(bid & BUF_MASK) * RX_BUF_SIZE,
+			      RX_BUF_SIZE, bid, BUF_MASK, 0);
 	io_uring_buf_ring_advance(br, 1);
 }
 
@@ -415,4 +422,13 @@ void rx_ring_deinit(struct rx_ring *r)
 	r->wake_fd = -1;
 	r->map = NULL;
 	r->bufs = NULL;
+}
+
+uint64_t rx_now_us(void)
+{
+	struct timespec ts;
+
+	/* vDSO, tens of ns: cheap enough to read once per completion. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }

@@ -116,6 +116,21 @@ public final class PointerDevice {
         dev = d
     }
 
+    /// The same device over a descriptor the caller owns and keeps open
+    /// while the device lives: the same frames and button bookkeeping, no
+    /// uinput (the receive loop's `.fileDescriptor` output). `devnode` is
+    /// `/dev/fd/N`.
+    init(fileDescriptor fd: Int32) throws(PointerDeviceError) {
+        let d = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
+        let r = ptrdev_init_fd(d, fd)
+        guard r == 0 else {
+            d.deallocate()
+            throw PointerDeviceError(errno: -r, operation: "create")
+        }
+        devnode = "/dev/fd/\(fd)"
+        dev = d
+    }
+
     deinit {
         ptrdev_deinit(dev)
         dev.deallocate()

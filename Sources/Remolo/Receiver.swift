@@ -51,8 +51,9 @@ public enum ReceiverOutput: Sendable {
     /// A new uinput pointer device with this name (what the desktop sees).
     case uinput(name: String)
     /// Any file descriptor: the same encoded evdev frames (struct
-    /// input_event), one write() per tick. For tests and tools; the caller
-    /// owns the descriptor. This is not a pointer device.
+    /// input_event), one write() per tick, by the device's own write and
+    /// button-recovery code. For tests and tools; the caller owns the
+    /// descriptor. This is not a pointer device.
     case fileDescriptor(Int32)
 }
 
@@ -212,19 +213,20 @@ private final class LoopStorage: @unchecked Sendable {
     // @unchecked Sendable: the loop thread owns `loop` while it runs; other
     // threads reach it only through rx_cmd_push (serialised by `producer`),
     // rx_cmd_result, rx_stats_read and rx_loop_state, which are made for that.
-    let loop: UnsafeMutablePointer<rx_loop>
+    let loop: OpaquePointer  // struct rx_loop, rx_loop_size() bytes
     let producer = Mutex(())
     let finished = DispatchSemaphore(value: 0)
 
     init() {
-        loop = .allocate(capacity: 1)
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(),
+                                                   alignment: Int(REMOLO_RX_LOOP_ALIGN))
         // The struct is large (~300 KB, mostly playout rings): zero it once
         // here, so no page is first touched on the loop thread.
-        UnsafeMutableRawPointer(loop).initializeMemory(as: UInt8.self, repeating: 0,
-                                                       count: MemoryLayout<rx_loop>.size)
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: rx_loop_size())
+        loop = OpaquePointer(raw)
     }
 
-    deinit { loop.deallocate() }
+    deinit { UnsafeMutableRawPointer(loop).deallocate() }
 }
 
 /// The receive loop alone: datagrams from a bound UDP socket, played out at
@@ -234,7 +236,7 @@ public final class ReceiveLoop: @unchecked Sendable {
     // @unchecked Sendable: all mutable state lives in the C loop, reached
     // only through its thread-safe entry points.
     private let storage: LoopStorage
-    private let device: LoopDevice?
+    private let device: LoopDevice
     private let recorder: ArrivalRecorder?
     /// The UDP socket's local port.
     public let port: UInt16
@@ -270,21 +272,14 @@ public final class ReceiveLoop: @unchecked Sendable {
         var cfg = rx_config()
         cfg.playout = playout.c
         cfg.sock = socket
-        cfg.sink_fd = -1
         cfg.rt_priority = realtimePriority
         cfg.record_fd = recordArrivals?.writeFD ?? -1
-        var dev: LoopDevice?
-        switch output {
-        case .uinput(let name):
-            dev = try LoopDevice(name: name)
-        case .fileDescriptor(let fd):
-            cfg.sink_fd = fd
-        }
+        let dev = try LoopDevice(output)
         do { port = try Socket.boundPort(socket) } catch {
             throw ReceiverError("the UDP socket is not usable: \(error)")
         }
         let st = LoopStorage()
-        cfg.dev = dev?.dev
+        cfg.dev = dev.dev
         let r = rx_loop_init(st.loop, &cfg)
         guard r == 0 else { throw ReceiverError("cannot set up the receive loop: \(String(cString: strerror(-r)))") }
         storage = st
@@ -316,7 +311,7 @@ public final class ReceiveLoop: @unchecked Sendable {
     }
 
     /// The uinput node the loop writes to, if it writes to a device.
-    public var devnode: String? { device?.devnode }
+    public var devnode: String? { device.devnode }
 
     public var stats: ReceiverStats {
         var s = rx_stats()
@@ -438,15 +433,27 @@ private func sodium_wipe(_ raw: UnsafeMutableRawBufferPointer) -> Int {
     return raw.count
 }
 
-/// The loop's own uinput device: written only by the loop thread, destroyed
-/// (buttons released) after the loop has stopped.
+/// The loop's own output device (uinput, or the same device over the
+/// caller's fd): written only by the loop thread, destroyed (buttons
+/// released) after the loop has stopped.
 private final class LoopDevice: @unchecked Sendable {
     // @unchecked Sendable: after init only the loop thread touches it.
     let device: PointerDevice
+    let isUinput: Bool
     var dev: UnsafeMutablePointer<ptrdev> { device.dev }
-    var devnode: String { device.devnode }
+    /// The uinput node; nil for an fd.
+    var devnode: String? { isUinput ? device.devnode : nil }
 
-    init(name: String) throws(PointerDeviceError) { device = try PointerDevice(name: name) }
+    init(_ output: ReceiverOutput) throws(PointerDeviceError) {
+        switch output {
+        case .uinput(let name):
+            device = try PointerDevice(name: name)
+            isUinput = true
+        case .fileDescriptor(let fd):
+            device = try PointerDevice(fileDescriptor: fd)
+            isUinput = false
+        }
+    }
 }
 
 /// The whole receiver: a UDP receive loop and a TCP control server on the

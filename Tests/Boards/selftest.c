@@ -42,6 +42,7 @@
 #include "remolo_playout.h"
 #include "remolo_ptrdev.h"
 #include "remolo_rx.h"
+#include "rx_internal.h"     /* the command ring and the stats seqlock, tested on their own */
 #include "remolo_wire.h"
 
 /* ---- layouts that leave the process ------------------------------------ */
@@ -579,7 +580,9 @@ static void t_hostile(const void *arg)
 	CHECK(got * 256 + po.acc[0] == want, "emitted %" PRId64 " * 256 + %" PRId64 " != clamped input %" PRId64,
 	      got, po.acc[0], want);
 	CHECK(worst <= 3 * 1024, "worst tick %" PRId64 " px", worst);
-	CHECK(po.delay.delay_us >= 6000 && po.delay.delay_us <= 60000, "delay %" PRIu32 " us", po.delay.delay_us);
+	/* Inside the policy's own clamp (the seed's is 6..60 ms, the default's lower). */
+	CHECK(po.delay.delay_us >= po.cfg.delay_min_us && po.delay.delay_us <= po.cfg.delay_max_us,
+	      "delay %" PRIu32 " us outside %" PRIu32 "..%" PRIu32, po.delay.delay_us, po.cfg.delay_min_us, po.cfg.delay_max_us);
 }
 
 /* One INT32_MAX/INT32_MIN packet moves exactly the bound, not at once. */
@@ -721,66 +724,63 @@ static void t_encode_click(const void *arg)
 	CHECK(ptrdev_encode(ev, REMOLO_PTRDEV_FRAME_MAX, &out, &held) == -EINVAL, "BTN_TASK + 1 accepted");
 }
 
-/* ~400 kB: static, like the receiver's own. */
-static struct rx_loop loop;
+static struct rx_cmdq cmdq;
+static struct rx_stats_pub pub;
 
-static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
-{
-	*stop = c->op == RX_OP_STOP;
-	return (int32_t)c->pkt.a * 2;
-}
-
-/* The command ring with free-running u32 indices about to wrap. */
+/* The command ring with free-running u32 indices about to wrap: push until
+ * full, then peek/done every command in order, results by sequence. */
 static void t_cmd_ring(const void *arg)
 {
 	const uint32_t start = UINT32_MAX - 9;
 	struct rx_cmd c;
 	int32_t res;
 	int64_t seq[REMOLO_RX_CMDQ_CAP];
+	const struct rx_cmd *got;
+	int i = 0;
 
-	memset(&loop, 0, sizeof(loop));
-	loop.ring.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	CHECK(loop.ring.wake_fd >= 0, "eventfd: %s", strerror(errno));
-	if (loop.ring.wake_fd < 0)
-		return;
-	loop.cmdq.head = loop.cmdq.tail = start;
+	memset(&cmdq, 0, sizeof(cmdq));
+	cmdq.head = cmdq.tail = start;
 	memset(&c, 0, sizeof(c));
 	c.op = RX_OP_PUSH;
-	for (int i = 0; i < (int)REMOLO_RX_CMDQ_CAP; i++) {
+	for (i = 0; i < (int)REMOLO_RX_CMDQ_CAP; i++) {
 		c.pkt.a = i;
-		seq[i] = rx_cmd_push(&loop, &c);
+		seq[i] = rx_cmdq_push(&cmdq, &c);
 		CHECK(seq[i] == (int64_t)(uint32_t)(start + (uint32_t)i),
 		      "push %d: seq %" PRId64, i, seq[i]);
 	}
-	CHECK(rx_cmd_push(&loop, &c) == -EAGAIN, "a full ring took one more");
-	CHECK(rx_cmd_result(&loop, (uint32_t)seq[0], &res) == 0, "a result before the command ran");
-	CHECK(rx_cmd_drain(&loop, run_cmd) == 0);
-	for (int i = 0; i < (int)REMOLO_RX_CMDQ_CAP; i++) {
+	CHECK(rx_cmdq_push(&cmdq, &c) == -EAGAIN, "a full ring took one more");
+	CHECK(!rx_cmdq_result(&cmdq, (uint32_t)seq[0], &res), "a result before the command ran");
+	i = 0;
+	while ((got = rx_cmdq_peek(&cmdq)) != NULL) {
+		CHECK(got->pkt.a == i, "command %d came as %" PRId32, i, got->pkt.a);
+		rx_cmdq_done(&cmdq, got->pkt.a * 2);
+		i++;
+	}
+	CHECK(i == (int)REMOLO_RX_CMDQ_CAP, "%d commands ran", i);
+	for (i = 0; i < (int)REMOLO_RX_CMDQ_CAP; i++) {
 		res = -1;
-		CHECK(rx_cmd_result(&loop, (uint32_t)seq[i], &res) == 1 && res == 2 * i,
+		CHECK(rx_cmdq_result(&cmdq, (uint32_t)seq[i], &res) && res == 2 * i,
 		      "command %d (seq %" PRId64 "): result %" PRId32, i, seq[i], res);
 	}
-	CHECK(loop.cmdq.head == start + REMOLO_RX_CMDQ_CAP, "head %" PRIu32, loop.cmdq.head);
-	c.op = RX_OP_STOP;
-	CHECK(rx_cmd_push(&loop, &c) >= 0);
-	CHECK(rx_cmd_drain(&loop, run_cmd) == 1, "stop not seen");
-	close(loop.ring.wake_fd);
+	CHECK(cmdq.head == start + REMOLO_RX_CMDQ_CAP, "head %" PRIu32, cmdq.head);
 }
 
 /* Statistics above 2^32 survive the seqlock's word copy. */
 static void t_stats_words(const void *arg)
 {
-	struct rx_stats got;
+	struct rx_stats st, got;
 
-	memset(&loop, 0, sizeof(loop));
-	loop.st.datagrams = (1ull << 32) + 7;
-	loop.st.sum_dx = (uint64_t)-5;
-	loop.st.record_errors = UINT64_MAX;
-	loop.st.drop[WIRE_DROP_COUNT - 1] = 0x0123456789abcdefull;
-	rx_stats_publish(&loop);
-	rx_stats_read(&loop, &got);
-	CHECK(memcmp(&got, &loop.st, sizeof(got)) == 0, "snapshot differs");
-	CHECK(loop.pub.seq == 2, "seq %" PRIu32, loop.pub.seq);
+	memset(&st, 0, sizeof(st));
+	memset(&pub, 0, sizeof(pub));
+	st.datagrams = (1ull << 32) + 7;
+	st.sum_dx = (uint64_t)-5;
+	st.record_errors = UINT64_MAX;
+	st.drop[WIRE_DROP_COUNT - 1] = 0x0123456789abcdefull;
+	st.slot_opened[REMOLO_SESSIONS_MAX - 1] = (1ull << 40) + 3;
+	rx_stats_pub_write(&pub, &st);
+	rx_stats_pub_read(&pub, &got);
+	CHECK(memcmp(&got, &st, sizeof(got)) == 0, "snapshot differs");
+	CHECK(pub.seq == 2, "seq %" PRIu32, pub.seq);
 	CHECK((int64_t)got.sum_dx == -5);
 }
 
@@ -895,7 +895,7 @@ int main(int argc, char **argv)
 	/* The figures a port cares about, in one line. */
 	printf("selftest: long %zu, time_t %zu, input_event %zu, playout %zu, wire %zu, rx_loop %zu, "
 	       "rx_record %zu bytes\n", sizeof(long), sizeof(time_t), sizeof(struct input_event),
-	       sizeof(struct playout), sizeof(struct wire), sizeof(struct rx_loop), sizeof(struct rx_record));
+	       sizeof(struct playout), sizeof(struct wire), rx_loop_size(), sizeof(struct rx_record));
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		cur_no = cases[i].no;
 		cur_name = cases[i].name;

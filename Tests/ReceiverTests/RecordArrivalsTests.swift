@@ -297,8 +297,10 @@ extension RxSuite {
             let udp = try Receiver.bindUDP(host: "127.0.0.1", port: 0)
             defer { close(udp) }
             let sink = try FrameSink()
-            let l = UnsafeMutablePointer<rx_loop>.allocate(capacity: 1)
-            defer { l.deallocate() }
+            let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
+            let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
+            defer { UnsafeMutableRawPointer(l).deallocate(); dev.deallocate() }
+            try #require(ptrdev_init_fd(dev, sink.writeFD) == 0)
             var fds: [Int32] = [-1, -1]
             try #require(pipe(&fds) == 0)
             defer { close(fds[0]); close(fds[1]) }
@@ -306,7 +308,7 @@ extension RxSuite {
                 var cfg = rx_config()
                 playout_config_default(&cfg.playout)
                 cfg.sock = udp
-                cfg.sink_fd = sink.writeFD
+                cfg.dev = dev
                 cfg.record_fd = fd
                 let r = rx_loop_init(l, &cfg)
                 if r == 0 { rx_loop_deinit(l) }

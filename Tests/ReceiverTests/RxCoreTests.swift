@@ -9,15 +9,17 @@ import Testing
 private final class RawLoop: @unchecked Sendable {
     // @unchecked Sendable: the loop thread owns `l` while it runs; the test
     // thread only uses the cross-thread entry points.
-    let l = UnsafeMutablePointer<rx_loop>.allocate(capacity: 1)
+    let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
+    let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
     let done = DispatchSemaphore(value: 0)
     var started = false
 
     init(sock: Int32, sink: Int32) throws {
+        try #require(ptrdev_init_fd(dev, sink) == 0)
         var cfg = rx_config()
         playout_config_default(&cfg.playout)
         cfg.sock = sock
-        cfg.sink_fd = sink
+        cfg.dev = dev
         try #require(rx_loop_init(l, &cfg) == 0)
     }
 
@@ -48,7 +50,9 @@ private final class RawLoop: @unchecked Sendable {
             done.wait()
         }
         rx_loop_deinit(l)
-        l.deallocate()
+        UnsafeMutableRawPointer(l).deallocate()
+        ptrdev_deinit(dev)
+        dev.deallocate()
     }
 }
 
@@ -106,16 +110,19 @@ extension RxSuite {
             print("backlog: \(n) datagrams, ENOBUFS \(st.enobufs), arms \(st.recv_arms)")
         }
 
-        /// Exactly one output: the device or an fd, never both or neither.
+        /// One output, always a ptrdev (uinput or an fd), initialised.
         @Test func initRefusesBadConfig() {
-            let l = UnsafeMutablePointer<rx_loop>.allocate(capacity: 1)
-            defer { l.deallocate() }
+            let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
+            let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
+            defer { UnsafeMutableRawPointer(l).deallocate(); dev.deallocate() }
             var cfg = rx_config()
             playout_config_default(&cfg.playout)
             cfg.sock = 0
-            cfg.sink_fd = -1
             #expect(rx_loop_init(l, &cfg) == -EINVAL)       // no output
-            cfg.sink_fd = 1
+            #expect(ptrdev_init_fd(dev, -1) == -EBADF)
+            cfg.dev = dev
+            #expect(rx_loop_init(l, &cfg) == -EINVAL)       // a device that failed init
+            #expect(ptrdev_init_fd(dev, 1) == 0)
             cfg.sock = -1
             #expect(rx_loop_init(l, &cfg) == -EINVAL)       // no socket
             cfg.sock = 0

@@ -5,12 +5,12 @@ import Testing
 
 /// A write to the device that fails must not lose a button change: the
 /// next write first brings the buttons back to what was asked for. Runs on
-/// any host: the device's fd is a pipe here (what is checked is ptrdev's
-/// bookkeeping and the bytes it writes, not uinput; the uinput path itself
-/// is checked in the VM by UinputTests).
+/// any host: the device is in fd mode over a pipe here (what is checked is
+/// ptrdev's bookkeeping and the bytes it writes, not uinput; the uinput
+/// path itself is checked in the VM by UinputTests).
 @Suite struct PtrdevReconcile {
-    /// A ptrdev that writes to a pipe; `uidev` is a non-NULL token that is
-    /// never dereferenced by ptrdev_write or ptrdev_release.
+    /// A ptrdev in fd mode over a pipe. A write fails (EBADF) while `fd`
+    /// points at the pipe's read end.
     final class PipeDevice {
         var d = ptrdev()
         let rd: Int32, wr: Int32
@@ -20,8 +20,7 @@ import Testing
             try #require(pipe(&fds) == 0)
             rd = fds[0]; wr = fds[1]
             _ = fcntl(rd, F_SETFL, O_NONBLOCK)
-            d.uidev = OpaquePointer(bitPattern: 1)
-            d.fd = wr
+            try #require(ptrdev_init_fd(&d, wr) == 0)
         }
         deinit { close(rd); close(wr) }
 
@@ -49,7 +48,7 @@ import Testing
         #expect(p.write(buttons: [(BTN_LEFT, true)]) > 0)
         #expect(p.drain() == [.key(BTN_LEFT, true), .syn])
         // The release fails (bad fd): nothing reaches the device.
-        p.d.fd = -1
+        p.d.fd = p.rd
         #expect(p.write(buttons: [(BTN_LEFT, false)]) == -EBADF)
         #expect(p.d.held == 1 && p.d.want == 0)
         // The next frame, with motion only, is preceded by the release.
@@ -61,7 +60,7 @@ import Testing
 
     @Test func lostPressThenReleaseWritesNothingSpurious() throws {
         let p = try PipeDevice()
-        p.d.fd = -1
+        p.d.fd = p.rd
         #expect(p.write(buttons: [(BTN_RIGHT, true)]) == -EBADF)
         p.d.fd = p.wr
         #expect(p.write(buttons: [(BTN_RIGHT, false)]) > 0)
@@ -74,12 +73,28 @@ import Testing
         let p = try PipeDevice()
         #expect(p.write(buttons: [(BTN_LEFT, true), (BTN_MIDDLE, true)]) > 0)
         _ = p.drain()
-        p.d.fd = -1
+        p.d.fd = p.rd
         #expect(p.write(buttons: [(BTN_MIDDLE, false)]) == -EBADF)
         p.d.fd = p.wr
         #expect(ptrdev_release(&p.d) > 0)
         #expect(p.drain() == [.key(BTN_LEFT, false), .key(BTN_MIDDLE, false), .syn])
         #expect(p.d.held == 0 && p.d.want == 0)
         #expect(ptrdev_release(&p.d) == 0, "nothing held: nothing written")
+    }
+
+    /// fd mode: the caller owns the fd. Deinit releases what is held into
+    /// it and leaves it open; a bad fd fails at init, not at every write.
+    @Test func fdModeDeinitReleasesAndLeavesTheFdOpen() throws {
+        let p = try PipeDevice()
+        #expect(p.write(buttons: [(BTN_LEFT, true)]) > 0)
+        _ = p.drain()
+        ptrdev_deinit(&p.d)
+        #expect(p.drain() == [.key(BTN_LEFT, false), .syn])
+        #expect(fcntl(p.wr, F_GETFD) >= 0, "the caller's fd stays open")
+        #expect(p.write(dx: 1) == -ENODEV)
+        var d = ptrdev()
+        #expect(ptrdev_init_fd(&d, -1) == -EBADF)
+        #expect(ptrdev_init_fd(&d, 1_000_000) == -EBADF)
+        #expect(ptrdev_devnode(&d) == nil)
     }
 }

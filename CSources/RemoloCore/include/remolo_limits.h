@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Every capacity and tuning constant of the receiver, in one place.
+ * Sizes fixed by a format (the wire's datagram, evdev's button range, a
+ * frame of input events) stay with that format, and sizes derived from
+ * these (ring masks, the session index, io_uring queue depths) stay with
+ * their code, tied to these by _Static_assert.
  *
  * Times are microseconds. Motion and scroll travel in Q8 fixed point:
  * 256 units per pixel, or per hi-res wheel unit (1/120 of a notch, the
@@ -49,6 +53,16 @@
 #define REMOLO_BTNQ_CAP          32u      /* power of two */
 #define REMOLO_IDLE_US           500000u  /* stop the timer after 0.5 s quiet */
 
+/* ---- sessions and the receive loop -------------------------------------- */
+/* Live sessions one receiver opens datagrams for (a few paired senders,
+ * each possibly reconnecting while its old session drains). */
+#define REMOLO_SESSIONS_MAX      32u
+/* Provided receive buffers: a power of two (the kernel's buffer ring indexes
+ * with a mask). 256 covers a burst of ~2 ms at loopback line rate. */
+#define REMOLO_RX_BUFS           256u
+/* Commands queued from other threads and not yet run by the loop. */
+#define REMOLO_RX_CMDQ_CAP       64u
+
 /* ---- measured improvements (the default policy; the seed keeps 0) -------
  * From the smoothness lab (Sources/Remolo/Lab/RESULTS.md). */
 /* Movement intervals up to a 60 Hz frame (16.7 ms) are sender frames: the
@@ -96,4 +110,7 @@ _Static_assert(REMOLO_LATE_MIN_US <= REMOLO_LATE_MAX_US, "late replay range");
 _Static_assert(REMOLO_DEFAULT_DELAY_MIN_US <= REMOLO_DEFAULT_DELAY_START_US &&
                REMOLO_DEFAULT_DELAY_START_US <= REMOLO_DELAY_MAX_US, "default start delay inside the clamp");
 _Static_assert(REMOLO_SLEW_PERMILLE <= 1000 && REMOLO_CATCHUP_PERMILLE <= 1000, "stretch rates are fractions");
+_Static_assert((REMOLO_RX_BUFS & (REMOLO_RX_BUFS - 1)) == 0, "buffer ring: power of two");
+_Static_assert(REMOLO_RX_BUFS <= 32768, "buffer ring entries: kernel limit 32768");
+_Static_assert((REMOLO_RX_CMDQ_CAP & (REMOLO_RX_CMDQ_CAP - 1)) == 0, "command ring: power of two");
 #endif

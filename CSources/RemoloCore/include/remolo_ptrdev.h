@@ -6,6 +6,10 @@
  * written with exactly one write() that ends in SYN_REPORT, so a reader never
  * sees half a tick. Kernel-touching functions return >= 0 or -errno.
  *
+ * The same device can write to any fd the caller owns instead
+ * (ptrdev_init_fd): the receive loop's host tests and the bench run the
+ * product's own write and button-reconcile code, minus uinput itself.
+ *
  * This header stays free of libevdev and liburing headers (Swift imports it;
  * see platform notes): libevdev types are only forward-declared.
  */
@@ -43,7 +47,9 @@ _Static_assert(PLAYOUT_BTN_COUNT <= 8, "button mask is 8 bits");
 struct ptrdev {
 	struct libevdev *dev;
 	struct libevdev_uinput *uidev;
-	int fd;                      /* the uinput fd, owned by uidev */
+	int fd;                      /* the uinput fd, owned by uidev; or the
+				      * caller's fd (fd mode, uidev NULL); -1
+				      * when not initialised */
 	uint8_t held;                /* bit i: button PLAYOUT_BTN_FIRST + i is down */
 	uint8_t want;                /* the same, as the caller last asked for */
 	struct input_event frame[REMOLO_PTRDEV_FRAME_MAX];
@@ -56,6 +62,14 @@ struct ptrdev {
  * deinitialised and ptrdev_deinit on it is harmless.
  */
 int ptrdev_init(struct ptrdev *d, const char *name);
+
+/*
+ * The same device over a file descriptor the caller owns (a pipe, a
+ * SOCK_SEQPACKET socket, /dev/null): the same frames, one write() each, and
+ * the same button bookkeeping; no uinput. Returns 0, or -EBADF when fd is
+ * not open. ptrdev_deinit releases held buttons to fd but does not close it.
+ */
+int ptrdev_init_fd(struct ptrdev *d, int fd);
 
 /*
  * Encodes one tick into ev[0..cap): motion, wheel (hi-res, then legacy
@@ -77,7 +91,7 @@ int ptrdev_encode(struct input_event *ev, size_t cap, const struct playout_out *
 int ptrdev_write(struct ptrdev *d, const struct playout_out *out);
 
 /* /dev/input/eventN of the device, or NULL if the kernel has not made one
- * (evdev not loaded). Valid until ptrdev_deinit. */
+ * (evdev not loaded) or in fd mode. Valid until ptrdev_deinit. */
 const char *ptrdev_devnode(const struct ptrdev *d);
 
 /* Sets out->btn[i]. i must be < PLAYOUT_BTN_PER_TICK. */

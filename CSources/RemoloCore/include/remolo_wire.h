@@ -92,11 +92,9 @@
 #define WIRE_NONCE_FIXED     0u
 
 /* ---- capacity ----------------------------------------------------------- */
-/* Live sessions one receiver opens datagrams for (a few paired senders,
- * each possibly reconnecting while its old session drains). */
-#define REMOLO_SESSIONS_MAX  32u
-/* Open-addressing index over the sessions: a power of two, at least twice
- * the capacity so probe runs stay short. */
+/* The table holds REMOLO_SESSIONS_MAX sessions (remolo_limits.h). Its
+ * open-addressing index: a power of two, at least twice the capacity so
+ * probe runs stay short. */
 #define WIRE_INDEX_SLOTS     64u
 
 _Static_assert(WIRE_DATAGRAM_LEN == WIRE_HDR_LEN + WIRE_PT_LEN + WIRE_TAG_LEN, "datagram: 8 + 8 + 17 + 16");
