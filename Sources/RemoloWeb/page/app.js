@@ -101,7 +101,11 @@ document.addEventListener("visibilitychange", () => {
     if (!link && !retryTimer && state !== "not paired") start();
   }
 });
-addEventListener("pagehide", () => link?.close());
+addEventListener("pagehide", () => {
+  link?.close();
+  // What this page sent, for whoever looks after a reload (the browser test).
+  try { sessionStorage.setItem("remolo.previousSent", JSON.stringify(framer.sent)); } catch { /* storage off */ }
+});
 
 // --- wake lock while in use
 let lock = null;
@@ -176,10 +180,24 @@ $("pairform").onsubmit = (e) => {
   start();
 };
 
-const m = /(?:^#|&)pair=([^&]+)/.exec(location.hash);
-if (m) {
+function codeFromFragment() {
+  const m = /(?:^#|&)pair=([^&]+)/.exec(location.hash);
+  if (!m) return false;
   try { pairingCode = decodePairingCode(decodeURIComponent(m[1])); } catch (e) { detail = e.message; }
   // Out of the address bar and history: a reload must not try a used code.
   history.replaceState(null, "", location.pathname + location.search);
+  return pairingCode !== null;
 }
+// A new code scanned while the page is open (same page, new fragment):
+// pair again, replacing the session.
+addEventListener("hashchange", () => {
+  if (!codeFromFragment()) return;
+  const old = link;
+  link = null;
+  old?.close();
+  clearTimeout(retryTimer);
+  retryTimer = null;
+  start();
+});
+codeFromFragment();
 start();
