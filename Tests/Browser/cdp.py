@@ -86,10 +86,18 @@ class Browser:
         raise AssertionError(f"timed out waiting for {what or expression}; page says: "
                              f"{self.eval('window.remolo && [remolo.state, remolo.detail]')}")
 
-    def touch(self, kind, points):
-        """kind: touchStart, touchMove, touchEnd; points: [(id, x, y)]."""
-        self.call("Input.dispatchTouchEvent", type=kind,
-                  touchPoints=[{"x": x, "y": y, "id": i, "radiusX": 4, "radiusY": 4, "force": 1} for i, x, y in points])
+    def touch(self, kind, points, wait=True):
+        """kind: touchStart, touchMove, touchEnd; points: [(id, x, y)].
+        wait=False sends without waiting for the answer, so that a burst
+        (a tap's start and end) reaches the page back to back whatever the
+        load on this machine; the next call() skips the answers."""
+        params = {"type": kind, "touchPoints": [{"x": x, "y": y, "id": i, "radiusX": 4, "radiusY": 4, "force": 1}
+                                                for i, x, y in points]}
+        if wait:
+            self.call("Input.dispatchTouchEvent", **params)
+        else:
+            self.next_id += 1
+            self.ws.send(json.dumps({"id": self.next_id, "method": "Input.dispatchTouchEvent", "params": params}))
 
     def screenshot(self, path):
         import base64

@@ -113,18 +113,31 @@ class Fingers:
         self.b = browser
         self.frame = frame
 
-    def stroke(self, starts, step, n):
+    def stroke(self, starts, step, n, start=True):
         pts = [(i + 1, x, y) for i, (x, y) in enumerate(starts)]
-        self.b.touch("touchStart", pts)
+        if start:
+            self.b.touch("touchStart", pts)
         for k in range(1, n + 1):
             time.sleep(self.frame)
             self.b.touch("touchMove", [(i, x + step[0] * k, y + step[1] * k) for i, x, y in pts])
         self.b.touch("touchEnd", [])
 
     def tap(self, starts):
-        self.b.touch("touchStart", [(i + 1, x, y) for i, (x, y) in enumerate(starts)])
-        time.sleep(0.03)
-        self.b.touch("touchEnd", [])
+        # Start and end back to back: a tap is under 180 ms however slow
+        # the DevTools round trip is on a loaded machine.
+        self.b.touch("touchStart", [(i + 1, x, y) for i, (x, y) in enumerate(starts)], wait=False)
+        self.b.touch("touchEnd", [], wait=False)
+        self.b.eval("1")
+
+    def tap_and_drag(self, at, step, n):
+        # The second touch lands right after the tap's lift (within the
+        # drag timeout); its moves may come at any pace: held still past
+        # the tap timeout, it is a drag anyway.
+        self.b.touch("touchStart", [(1, *at)], wait=False)
+        self.b.touch("touchEnd", [], wait=False)
+        self.b.touch("touchStart", [(1, *at)], wait=False)
+        self.b.eval("1")
+        self.stroke([at], step, n, start=False)
 
 
 def settle(b, timeout=5):
@@ -322,9 +335,7 @@ def main():
         f.tap([(160, 400), (240, 400)])                 # right click
         time.sleep(0.5)
         relayed = hostile(rx.web_port)                  # while the session lives
-        f.tap([(200, 400)])                             # tap, then touch and move: a drag
-        time.sleep(0.06)
-        f.stroke([(200, 400)], (-5, 4), 30)
+        f.tap_and_drag((200, 400), (-5, 4), 30)         # tap, then touch and move: a drag
         settle(b)
         if args.screenshot:
             b.screenshot(args.screenshot)

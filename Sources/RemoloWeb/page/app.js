@@ -27,7 +27,8 @@ let sentThisSecond = 0, rate = 0;
 // What the page sent, for people (the status line) and for the browser
 // test, which checks the receiver's totals against exactly these.
 window.remolo = { get sent() { return framer.sent; }, get state() { return state; }, get detail() { return detail; },
-  get receiver() { return receiverFp; }, get settings() { return { ...settings }; } };
+  get receiver() { return receiverFp; }, get settings() { return { ...settings }; },
+  get touchpad() { return JSON.parse(JSON.stringify({ phase: trackpad.recognizer.phase, contacts: trackpad.recognizer.contacts, slots: [...trackpad.slots] })); } };
 
 function show() {
   const dot = $("dot");
@@ -54,26 +55,29 @@ $("natural").onchange = () => { settings.naturalScrolling = framer.settings.natu
 $("gear").onclick = () => { const s = $("settings"); s.hidden = !s.hidden; $("gear").setAttribute("aria-expanded", String(!s.hidden)); };
 
 // --- the surface
-const trackpad = new Trackpad(framer);
+const trackpad = new Trackpad(framer, { widthPx: pad.clientWidth, heightPx: pad.clientHeight });
+new ResizeObserver(() => { if (!trackpad.touching) trackpad.resize({ widthPx: pad.clientWidth, heightPx: pad.clientHeight }); }).observe(pad);
 const micros = (ms) => ms * 1000;
+let origin = pad.getBoundingClientRect(); // positions are relative to the surface
 pad.addEventListener("pointerdown", (e) => {
   pad.setPointerCapture?.(e.pointerId);
   pad.classList.add("active");
-  trackpad.down(e.pointerId, e.clientX, e.clientY, micros(e.timeStamp));
+  origin = pad.getBoundingClientRect();
+  trackpad.down(e.pointerId, e.clientX - origin.left, e.clientY - origin.top, micros(e.timeStamp));
   e.preventDefault();
 });
 pad.addEventListener("pointermove", (e) => {
   // Every coalesced sample, not just the latest of the frame (part 1).
   const samples = e.getCoalescedEvents?.() ?? [];
-  for (const s of samples.length ? samples : [e]) trackpad.move(e.pointerId, s.clientX, s.clientY, micros(s.timeStamp));
+  for (const s of samples.length ? samples : [e]) trackpad.move(e.pointerId, s.clientX - origin.left, s.clientY - origin.top, micros(s.timeStamp));
   e.preventDefault();
 });
 const lift = (e) => {
   trackpad.up(e.pointerId, micros(e.timeStamp));
-  if (trackpad.touches.size === 0) pad.classList.remove("active");
+  if (!trackpad.touching) pad.classList.remove("active");
 };
 pad.addEventListener("pointerup", lift);
-pad.addEventListener("pointercancel", lift);
+pad.addEventListener("pointercancel", (e) => { lift(e); });
 pad.addEventListener("contextmenu", (e) => e.preventDefault());
 
 // --- one datagram per animation frame, stamped with the frame's time

@@ -10,7 +10,6 @@ export const MOMENTUM_TAU_US = 1_000_000 / Math.log(20);
 export const MOMENTUM_STOP = 10;
 /** Hi-res wheel units (1/120 notch) per CSS pixel of finger travel, at scroll speed 1. */
 export const WHEEL_UNITS_PER_PX = 2.5;
-const GLIDE_WINDOW_US = 50_000;
 
 export const defaultSettings = Object.freeze({ pointerSpeed: 1.5, acceleration: 1, scrollSpeed: 1, naturalScrolling: true });
 
@@ -28,49 +27,44 @@ export class Framer {
     this.pendingMotion = [0, 0];   // Q8 pixels not yet sent (x right, y down)
     this.pendingScroll = [0, 0]; // Q8 hi-res units not yet sent (vertical up, horizontal right)
     this.buttons = [];      // {code, down, tUs} in order
-    this.lastSampleUs = null;
-    this.recentScroll = []; // [tUs, vertical, horizontal] units, for the glide's speed
     this.momentum = null;   // {v, h (units/s), startUs, lastUs}
     this.lastSentUs = -Infinity;
     /** What this page has sent: the receiver's totals must equal these. */
     this.sent = { motionQ8: [0, 0], scrollQ8: [0, 0], buttons: [], datagrams: 0, heartbeats: 0 };
   }
 
-  /** A one-finger sample: finger-space px through the curve, into Q8. */
-  motion(dx, dy, tUs) {
-    const dt = this.lastSampleUs === null ? 0 : tUs - this.lastSampleUs;
-    this.lastSampleUs = tUs;
-    const g = gain(Math.hypot(dx, dy), dt, this.settings);
+  /** A one-finger sample (px, y down) that took intervalUs: through the curve, into Q8. */
+  motion(dx, dy, intervalUs) {
+    const g = gain(Math.hypot(dx, dy), intervalUs, this.settings);
     this.pendingMotion[0] += dx * g * 256;
     this.pendingMotion[1] += dy * g * 256;
   }
 
-  /** A two-finger sample (mean finger motion, px, y down). */
-  scroll(dx, dy, tUs) {
-    this.momentum = null;
+  /** Hi-res wheel units (vertical up, horizontal right) for finger px (y down). */
+  wheel(dx, dy) {
     const k = WHEEL_UNITS_PER_PX * this.settings.scrollSpeed;
     // Natural scrolling: content follows the fingers, so fingers moving
     // down scroll up (wheel up is positive on the wire).
     const sign = this.settings.naturalScrolling ? 1 : -1;
-    const v = sign * dy * k, h = -sign * dx * k;
-    this.pendingScroll[0] += v * 256;
-    this.pendingScroll[1] += h * 256;
-    this.recentScroll.push([tUs, v, h]);
-    while (this.recentScroll.length && tUs - this.recentScroll[0][0] > GLIDE_WINDOW_US) this.recentScroll.shift();
+    return [sign * dy * k, -sign * dx * k];
   }
 
-  /** The fingers lifted after scrolling: glide at their recent speed. */
-  scrollEnd(tUs) {
-    const r = this.recentScroll.filter((s) => tUs - s[0] <= GLIDE_WINDOW_US);
-    this.recentScroll = [];
-    if (r.length < 2) return;
-    const span = Math.max(tUs - r[0][0], 8_000) / 1e6;
-    const v = r.slice(1).reduce((a, s) => a + s[1], 0) / span, h = r.slice(1).reduce((a, s) => a + s[2], 0) / span;
-    if (Math.hypot(v, h) >= MOMENTUM_STOP) this.momentum = { v, h, startUs: tUs, lastUs: tUs };
+  /** Two-finger scroll (the fingers' mean motion, px, y down). */
+  scroll(dx, dy) {
+    this.momentum = null;
+    const [v, h] = this.wheel(dx, dy);
+    this.pendingScroll[0] += v * 256;
+    this.pendingScroll[1] += h * 256;
+  }
+
+  /** The fingers lifted scrolling at (vx, vy) px/s: glide (momentum computed here, part 6). */
+  glide(vx, vy, tUs) {
+    const [v, h] = this.wheel(vx, vy);
+    this.momentum = Math.hypot(v, h) >= MOMENTUM_STOP ? { v, h, startUs: tUs, lastUs: tUs } : null;
   }
 
   /** A new touch stops a glide, as on a trackpad. */
-  touchStart() { this.momentum = null; this.lastSampleUs = null; }
+  touchStart() { this.momentum = null; }
 
   button(code, down, tUs) { this.buttons.push({ code, down, tUs }); }
 

@@ -1,106 +1,84 @@
-// The page's trackpad rules: touches in, finger-space motion, scroll and
-// button changes out. Pure: no DOM, no clock (every time is an argument,
-// microseconds on the page's performance.now() clock), so the same rules
-// run in the browser and under `node --test`.
-//
-// One finger moves. Two fingers scroll (the mean motion of the fingers).
-// A tap (down and up within tapTimeoutUs, moving less than tapMovePx)
-// clicks left; a two-finger tap clicks right. Tap-and-drag: a touch that
-// starts within dragTimeoutUs of a tap's lift holds the left button down
-// until it lifts, so "tap, then touch and hold" drags.
+// The phone's screen as a touchpad: pointer events (CSS pixels) become
+// contact samples in millimetres for the shared touchpad rules
+// (touchpad.js), whose events drive the framer. One finger moves, two
+// scroll, taps click (two fingers: right, three: middle), tap-and-drag
+// with drag lock; the phone has no clickpad, so no button area.
 
-export const BTN_LEFT = 0x110;
-export const BTN_RIGHT = 0x111;
+import { TouchpadRecognizer } from "./touchpad.js";
 
-export const defaultRules = Object.freeze({
-  tapTimeoutUs: 180_000,   // libinput's tap timeout
-  tapMovePx: 12,           // about 3 mm on a phone screen: a wobble, not a move
-  dragTimeoutUs: 180_000,  // after a tap's lift: a new touch this soon drags
-});
+/** A CSS pixel on a phone is about 1/160 inch (Android's dp; UIKit's point is 1/163). */
+export const MM_PER_PX = 25.4 / 160;
+
+export const BUTTON_CODES = Object.freeze({ left: 0x110, right: 0x111, middle: 0x112 });
 
 export class Trackpad {
   /**
-   * @param {{motion(dx:number,dy:number,tUs:number):void, scroll(dx:number,dy:number,tUs:number):void,
-   *          button(code:number,down:boolean,tUs:number):void, scrollEnd(tUs:number):void,
-   *          touchStart?(tUs:number):void}} out
+   * @param {{motion(dx,dy,intervalUs,tUs), scroll(dx,dy,tUs), glide(vx,vy,tUs), touchStart(tUs), button(code,down,tUs)}} out
+   *   pixel units (CSS px, px/s), y down
+   * @param {{widthPx:number, heightPx:number}} size the surface
    */
-  constructor(out, rules = defaultRules) {
+  constructor(out, { widthPx = 390, heightPx = 700 } = {}) {
     this.out = out;
-    this.rules = rules;
-    this.touches = new Map(); // id -> {x, y, startX, startY}
-    this.gesture = null;      // {startUs, maxFingers, moved, scrolling, dragging}
-    this.pendingRelease = null; // {code, atUs}: a tap's button, released at atUs unless a drag starts
+    this.slots = new Map(); // pointerId -> slot
     this.held = new Set();
+    this.resize({ widthPx, heightPx });
   }
 
-  /** Releases that are due (a tap's button after the drag timeout). */
-  tick(tUs) {
-    if (this.pendingRelease && tUs >= this.pendingRelease.atUs) {
-      const { code, atUs } = this.pendingRelease;
-      this.pendingRelease = null;
-      this.release(code, atUs);
-    }
+  resize({ widthPx, heightPx }) {
+    // The rules want a plausible surface (at least 10 mm each way).
+    const widthMm = Math.min(1000, Math.max(10, widthPx * MM_PER_PX));
+    const heightMm = Math.min(1000, Math.max(10, heightPx * MM_PER_PX));
+    this.recognizer = new TouchpadRecognizer({ widthMm, heightMm }, { buttonAreaFraction: 0 });
+    this.slots.clear();
   }
 
-  press(code, tUs) { if (!this.held.has(code)) { this.held.add(code); this.out.button(code, true, tUs); } }
-  release(code, tUs) { if (this.held.delete(code)) this.out.button(code, false, tUs); }
+  get touching() { return this.slots.size; }
 
-  down(id, x, y, tUs) {
-    this.tick(tUs);
-    this.touches.set(id, { x, y, startX: x, startY: y });
-    this.out.touchStart?.(tUs);
-    if (!this.gesture) {
-      // A touch soon after a tap's lift turns the tap's click into a drag.
-      const dragging = this.pendingRelease?.code === BTN_LEFT;
-      if (dragging) this.pendingRelease = null;
-      this.gesture = { startUs: tUs, maxFingers: 1, moved: false, scrolling: false, dragging };
-    } else {
-      this.gesture.maxFingers = Math.max(this.gesture.maxFingers, this.touches.size);
-      if (this.touches.size >= 2 && !this.gesture.dragging) this.gesture.scrolling = true;
-    }
-  }
-
-  /** One (coalesced) sample of a touching finger. */
-  move(id, x, y, tUs) {
-    const t = this.touches.get(id);
-    if (!t || !this.gesture) return;
-    this.tick(tUs);
-    const dx = x - t.x, dy = y - t.y;
-    t.x = x; t.y = y;
-    const g = this.gesture;
-    if (!g.moved && Math.hypot(x - t.startX, y - t.startY) >= this.rules.tapMovePx) g.moved = true;
-    if (!g.moved) return; // inside the tap's wobble: nothing moves yet
-    if (g.scrolling) {
-      if (this.touches.size >= 2) this.out.scroll(dx / this.touches.size, dy / this.touches.size, tUs);
-    } else if (this.touches.size === 1) {
-      this.out.motion(dx, dy, tUs);
-    }
-  }
-
-  up(id, tUs) {
-    if (!this.touches.delete(id) || !this.gesture) return;
-    this.tick(tUs);
-    if (this.touches.size > 0) return;
-    const g = this.gesture;
-    this.gesture = null;
-    if (g.dragging) { this.release(BTN_LEFT, tUs); return; }
-    if (g.scrolling && g.moved) { this.out.scrollEnd(tUs); return; }
-    if (!g.moved && tUs - g.startUs < this.rules.tapTimeoutUs) {
-      if (g.maxFingers >= 2) {
-        this.press(BTN_RIGHT, tUs);
-        this.release(BTN_RIGHT, tUs);
-      } else {
-        this.press(BTN_LEFT, tUs);
-        this.pendingRelease = { code: BTN_LEFT, atUs: tUs + this.rules.dragTimeoutUs };
+  deliver(events) {
+    for (const e of events) {
+      switch (e.type) {
+        case "motion": this.out.motion(e.dx / MM_PER_PX, e.dy / MM_PER_PX, e.intervalUs, e.atUs); break;
+        case "scroll": this.out.scroll(e.dx / MM_PER_PX, e.dy / MM_PER_PX, e.atUs); break;
+        case "glide": this.out.glide(e.vx / MM_PER_PX, e.vy / MM_PER_PX, e.atUs); break;
+        case "touchDown": this.out.touchStart(e.atUs); break;
+        case "button": {
+          const code = BUTTON_CODES[e.button];
+          if (e.down) this.held.add(code); else this.held.delete(code);
+          this.out.button(code, e.down, e.atUs);
+          break;
+        }
       }
     }
   }
 
-  /** Every finger gone at once (pointercancel, page hidden): release what is held. */
+  down(id, x, y, tUs) {
+    let slot = 0;
+    const used = new Set(this.slots.values());
+    while (used.has(slot)) slot++;
+    this.slots.set(id, slot);
+    this.deliver(this.recognizer.contact({ slot, x: x * MM_PER_PX, y: y * MM_PER_PX, touching: true, t: tUs }));
+  }
+
+  move(id, x, y, tUs) {
+    const slot = this.slots.get(id);
+    if (slot === undefined) return;
+    this.deliver(this.recognizer.contact({ slot, x: x * MM_PER_PX, y: y * MM_PER_PX, touching: true, t: tUs }));
+  }
+
+  up(id, tUs) {
+    const slot = this.slots.get(id);
+    if (slot === undefined) return;
+    this.slots.delete(id);
+    this.deliver(this.recognizer.contact({ slot, x: 0, y: 0, touching: false, t: tUs }));
+  }
+
+  /** Timeouts due by now (a tap's release, drag lock's end). */
+  tick(tUs) { this.deliver(this.recognizer.advance(tUs)); }
+
+  /** The page hid or the touches were cancelled: forget them, let go of every button. */
   cancel(tUs) {
-    this.touches.clear();
-    this.gesture = null;
-    this.pendingRelease = null;
-    for (const code of [...this.held]) this.release(code, tUs);
+    this.recognizer.reset();
+    this.slots.clear();
+    for (const code of [...this.held]) { this.held.delete(code); this.out.button(code, false, tUs); }
   }
 }
