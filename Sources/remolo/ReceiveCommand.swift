@@ -99,7 +99,7 @@ Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
         let trust = try ReceiverTrust(identity: identity, directory: dir)
         if trust.authorizedSenders.entries.isEmpty && !pair {
             FileHandle.standardError.write(Data(("remolo: no sender is paired yet: run `remolo pair` "
-                + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender\n").utf8))
+                + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender, or `remolo receive --pair --web 8443` for a phone\n").utf8))
         }
         rx = try Receiver(host: host, port: port, trust: trust, output: output,
                           realtimePriority: rt, recordArrivals: recorder, onEvent: { say($0) })
