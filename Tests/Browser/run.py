@@ -47,17 +47,18 @@ def check(ok, what):
 
 
 class Receiver:
-    def __init__(self, binary, config, sink):
+    def __init__(self, binary, config, sink, listen="127.0.0.1:0", web="127.0.0.1:0", pair=True):
         os.makedirs(config, mode=0o700, exist_ok=True)
         self.proc = subprocess.Popen(
-            [binary, "receive", "--listen", "127.0.0.1:0", "--pair", "--web", "127.0.0.1:0", "--sink", sink,
-             "--stats-json", "--stats", "0.5"],
+            [binary, "receive", "--listen", listen, "--web", web, "--sink", sink,
+             "--stats-json", "--stats", "0.5"] + (["--pair"] if pair else []),
             env={**os.environ, "REMOLO_CONFIG_DIR": config}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []
         self.cond = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
-        self.url = self.wait_for(r"^pair a phone: (\S+)").group(1)
+        self.url = self.wait_for(r"^pair a phone: (\S+)" if pair else r"^phone page: (\S+)").group(1)
         self.web_port = int(re.search(r":(\d+)/", self.url).group(1))
+        self.port = int(self.wait_for(r"^receiver \S+ listening on 127\.0\.0\.1:(\d+)").group(1))
 
     def _read(self):
         for line in self.proc.stdout:
@@ -371,9 +372,35 @@ def main():
         expected_wheel[1] += round_half_away(sent2["scrollQ8"][1])
         expected_buttons += [(x["code"], 1 if x["down"] else 0) for x in sent2["buttons"]]
         datagrams += sent2["datagrams"]
+        stats = rx.stop()
+
+        # The receiver restarts (same ports, same config): the open page
+        # notices, and reconnects by itself with its stored keys.
+        rx3 = Receiver(args.remolo, os.path.join(tmp, "config"), os.path.join(tmp, "frames3"),
+                       listen=f"127.0.0.1:{rx.port}", web=f"127.0.0.1:{rx.web_port}", pair=False)
+        try:
+            b.navigate(rx.url.split("#")[0])
+            b.wait_for("window.remolo && remolo.state === 'connected'", 15, "a session with the restarted receiver")
+            rx3.stop()  # the page sees its session end ...
+            b.wait_for("window.remolo && remolo.state === 'reconnecting'", 10, "the page noticing the receiver left")
+            rx3 = Receiver(args.remolo, os.path.join(tmp, "config"), os.path.join(tmp, "frames3"),
+                           listen=f"127.0.0.1:{rx.port}", web=f"127.0.0.1:{rx.web_port}", pair=False)
+            b.wait_for("window.remolo && remolo.state === 'connected'", 15, "reconnection by itself")  # ... and comes back
+            f.stroke([(100, 500)], (-3, 2), 20)
+            settle(b)
+            b.navigate(rx.url.split("#")[0] + "no-such-page")
+            sent3 = json.loads(b.eval("sessionStorage.getItem('remolo.previousSent')"))
+        finally:
+            stats3 = rx3.stop()
+        check(not any("newly paired" in l for l in rx3.lines), "no pairing after the receiver restarted")
+        check(stats3["opened"] == sent3["datagrams"] and [stats3["total_dx"], stats3["total_dy"]] ==
+              [round_half_away(sent3["motionQ8"][0]), round_half_away(sent3["motionQ8"][1])],
+              f"after reconnecting by itself: {stats3['opened']} datagrams opened of {sent3['datagrams']}, "
+              f"pointer {stats3['total_dx']}, {stats3['total_dy']}")
     finally:
         b.close()
-        stats = rx.stop()
+        if rx.proc.poll() is None:
+            stats = rx.stop()
     print("receiver:", json.dumps({k: stats[k] for k in ("datagrams", "opened", "drops", "total_dx", "total_dy",
                                                           "total_wheel_hires", "total_hwheel_hires", "buttons")}))
     web = next((l for l in rx.lines if l.startswith("web: ")), "")

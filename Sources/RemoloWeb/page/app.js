@@ -24,8 +24,9 @@ let pairingCode = null;
 let identity = null;
 let sentThisSecond = 0, rate = 0;
 
-// What the page sent, for people (the status line) and for the browser
-// test, which checks the receiver's totals against exactly these.
+// What the page sent in its current session, for people (the status line)
+// and for the browser test, which checks the receiver's totals against
+// exactly these.
 window.remolo = { get sent() { return framer.sent; }, get state() { return state; }, get detail() { return detail; },
   get receiver() { return receiverFp; }, get settings() { return { ...settings }; },
   get touchpad() { return JSON.parse(JSON.stringify({ phase: trackpad.recognizer.phase, contacts: trackpad.recognizer.contacts, slots: [...trackpad.slots] })); } };
@@ -157,6 +158,7 @@ async function start() {
     link = l;
     receiverFp = fingerprint(l.receiverPublicKey);
     framer.discard();
+    framer.resetSent();
     retryMs = 250;
     state = "connected";
     detail = "";

@@ -29,7 +29,11 @@ export class Framer {
     this.buttons = [];      // {code, down, tUs} in order
     this.momentum = null;   // {v, h (units/s), startUs, lastUs}
     this.lastSentUs = -Infinity;
-    /** What this page has sent: the receiver's totals must equal these. */
+    this.resetSent();
+  }
+
+  /** What was sent in this session: the receiver's totals for it must equal these. */
+  resetSent() {
     this.sent = { motionQ8: [0, 0], scrollQ8: [0, 0], buttons: [], datagrams: 0, heartbeats: 0 };
   }
 
