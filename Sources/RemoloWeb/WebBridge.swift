@@ -85,7 +85,17 @@ public final class WebBridge: @unchecked Sendable {
         self.port = remolo_web_port(started)
     }
 
+    private let lock = NSLock()
+    /// The counters at stop(): the C server is freed then.
+    private var final: WebStats?
+
     public var stats: WebStats {
+        lock.lock()
+        defer { lock.unlock() }
+        return final ?? live()
+    }
+
+    private func live() -> WebStats {
         var s = remolo_web_stats()
         remolo_web_get_stats(handle, &s)
         return WebStats(connections: s.connections, refusedFull: s.refused_full, tlsFailed: s.tls_failed,
@@ -94,7 +104,14 @@ public final class WebBridge: @unchecked Sendable {
                         closedProtocol: s.ws_closed_protocol)
     }
 
-    public func stop() { remolo_web_stop(handle) }
+    /// Closes every connection and frees the server; `stats` keeps its last counts. Safe to call twice.
+    public func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard final == nil else { return }
+        final = live()
+        remolo_web_stop(handle)
+    }
 
     /// The text as a terminal QR code (Unicode half blocks).
     public static func qrCode(_ text: String) -> String? {
