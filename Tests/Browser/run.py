@@ -85,6 +85,8 @@ class Receiver:
         self.proc.send_signal(signal.SIGINT)
         self.proc.wait(10)
         time.sleep(0.1)
+        # 0: stopped cleanly (a sanitizer's report would make it non-zero).
+        check(self.proc.returncode == 0, f"the receiver stopped cleanly on SIGINT (exit {self.proc.returncode})")
         stats = [json.loads(l) for l in self.lines if l.startswith("{")]
         return stats[-1]
 
