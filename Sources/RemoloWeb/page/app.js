@@ -57,7 +57,7 @@ $("gear").onclick = () => { const s = $("settings"); s.hidden = !s.hidden; $("ge
 
 // --- the surface
 const trackpad = new Trackpad(framer, { widthPx: pad.clientWidth, heightPx: pad.clientHeight });
-new ResizeObserver(() => { if (!trackpad.touching) trackpad.resize({ widthPx: pad.clientWidth, heightPx: pad.clientHeight }); }).observe(pad);
+new ResizeObserver(() => trackpad.resize({ widthPx: pad.clientWidth, heightPx: pad.clientHeight })).observe(pad);
 const micros = (ms) => ms * 1000;
 let origin = pad.getBoundingClientRect(); // positions are relative to the surface
 pad.addEventListener("pointerdown", (e) => {
@@ -78,7 +78,7 @@ const lift = (e) => {
   if (!trackpad.touching) pad.classList.remove("active");
 };
 pad.addEventListener("pointerup", lift);
-pad.addEventListener("pointercancel", (e) => { lift(e); });
+pad.addEventListener("pointercancel", lift);
 pad.addEventListener("contextmenu", (e) => e.preventDefault());
 
 // --- one datagram per animation frame, stamped with the frame's time

@@ -28,8 +28,9 @@ export class Trackpad {
     // The rules want a plausible surface (at least 10 mm each way).
     const widthMm = Math.min(1000, Math.max(10, widthPx * MM_PER_PX));
     const heightMm = Math.min(1000, Math.max(10, heightPx * MM_PER_PX));
-    this.recognizer = new TouchpadRecognizer({ widthMm, heightMm }, { buttonAreaFraction: 0 });
-    this.slots.clear();
+    // A new size keeps the gesture state (a tap's button may be down).
+    if (this.recognizer) this.recognizer.surface = { widthMm, heightMm };
+    else this.recognizer = new TouchpadRecognizer({ widthMm, heightMm }, { buttonAreaFraction: 0 });
   }
 
   get touching() { return this.slots.size; }
