@@ -78,6 +78,15 @@ const lift = (e) => {
   if (!trackpad.touching) pad.classList.remove("active");
 };
 pad.addEventListener("pointerup", lift);
+// Full screen from the first lift (a touch's pointerup is a user
+// activation): the browser's bars go, the surface takes the screen. Where
+// the Fullscreen API is missing (iPhone Safari) the page is as large as
+// the browser allows.
+pad.addEventListener("pointerup", () => {
+  if (!document.fullscreenElement && document.documentElement.requestFullscreen) {
+    document.documentElement.requestFullscreen({ navigationUI: "hide" }).catch(() => {});
+  }
+}, { once: true });
 pad.addEventListener("pointercancel", lift);
 pad.addEventListener("contextmenu", (e) => e.preventDefault());
 
