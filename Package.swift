@@ -48,6 +48,10 @@ let package = Package(
         // Counts heap allocations for Bench (malloc interposer, executable-local).
         .target(name: "BenchSupport", path: "Bench/Support"),
 
+        // The sender's input rules (acceleration, frames, gestures, momentum): plain
+        // Swift with no dependency, so any sender can share them.
+        .target(name: "RemoloInput", path: "Sources/RemoloInput"),
+
         // The Swift layers, each depending only on those above it:
         // RemoloSystem <- RemoloSession <- Remolo <- remolo (Tests/Layers checks the graph);
         // RemoloSystem <- RemoloWeb <- remolo.
@@ -59,7 +63,7 @@ let package = Package(
         .target(name: "RemoloWeb", dependencies: ["RemoloSystem", "RemoloWebServer"], path: "Sources/RemoloWeb",
                 resources: [.copy("page")]),
         .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloWeb"], path: "Sources/remolo"),
-        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloSession", "RemoloCore", "BenchSupport"],
+        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
                           path: "Bench/Sources"),
 
         // What the test targets share (subprocesses, paired configs, polling).
@@ -72,6 +76,7 @@ let package = Package(
                     path: "Tests/SessionTests"),
         .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/ReceiverTests"),
+        .testTarget(name: "InputTests", dependencies: ["RemoloInput"], path: "Tests/InputTests"),
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/LabTests"),
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.

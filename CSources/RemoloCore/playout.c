@@ -32,6 +32,8 @@ void playout_config_seed(struct playout_config *cfg)
 	cfg->seg_end_at_slot = 0;
 	cfg->frame_max_us = 0;
 	cfg->rise_window_us = 0;
+	cfg->slew_permille = 0;
+	cfg->catchup_permille = 0;
 }
 
 void playout_config_default(struct playout_config *cfg)
@@ -39,6 +41,37 @@ void playout_config_default(struct playout_config *cfg)
 	playout_config_seed(cfg);
 	cfg->frame_max_us = REMOLO_FRAME_MAX_US;
 	cfg->rise_window_us = REMOLO_RISE_WINDOW_US;
+	cfg->slew_permille = REMOLO_SLEW_PERMILLE;
+	cfg->catchup_permille = REMOLO_CATCHUP_PERMILLE;
+	cfg->delay_min_us = REMOLO_DEFAULT_DELAY_MIN_US;
+	cfg->delay_start_us = REMOLO_DEFAULT_DELAY_START_US;
+	cfg->delay_margin_us = REMOLO_DEFAULT_DELAY_MARGIN_US;
+}
+
+int playout_config_set(struct playout_config *cfg, const char *name, int64_t value)
+{
+	if (value < 0 || value > (int64_t)UINT32_MAX)
+		return -ERANGE;
+#define SET_ONE(field)                                  \
+	if (strcmp(name, #field) == 0) {                \
+		cfg->field = (uint32_t)value;           \
+		return 0;                               \
+	}
+	PLAYOUT_CONFIG_FIELDS(SET_ONE)
+#undef SET_ONE
+	return -ENOENT;
+}
+
+const char *playout_config_field(uint32_t i)
+{
+	static const char *const names[] = {
+#define NAME_ONE(field) #field,
+		PLAYOUT_CONFIG_FIELDS(NAME_ONE)
+#undef NAME_ONE
+	};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == PLAYOUT_CONFIG_FIELD_COUNT, "one name per field");
+
+	return i < PLAYOUT_CONFIG_FIELD_COUNT ? names[i] : NULL;
 }
 
 const char *playout_config_problem(const struct playout_config *cfg)
@@ -65,6 +98,10 @@ const char *playout_config_problem(const struct playout_config *cfg)
 		return "frame_max_us must be at most 1 s";
 	if (cfg->seg_end_at_slot > 1)
 		return "seg_end_at_slot must be 0 or 1";
+	if (cfg->slew_permille > 1000 || cfg->catchup_permille > 1000)
+		return "slew_permille and catchup_permille must be at most 1000";
+	if (cfg->slew_permille && cfg->seg_end_at_slot)
+		return "slew_permille and seg_end_at_slot cannot both be set";
 	if (cfg->rise_window_us > tmax || cfg->gap_reset_us > tmax || cfg->step_reset_us > tmax ||
 	    cfg->idle_us > tmax)
 		return "rise_window_us, gap_reset_us, step_reset_us and idle_us must be at most 60 s";
@@ -193,8 +230,47 @@ static void btn_drain(struct playout *p, uint64_t now_us, struct playout_out *ou
 	}
 }
 
+/* Where a time-stretched packet's segment lies (slew_permille). It is due
+ * to end one (capped) frame after its slot, as in the design note, and
+ * starts where the previous movement segment ends when that is still to
+ * come (a segment that ended before this arrival left a stall, and
+ * stretching over it would make part of this packet due at once):
+ * - behind schedule (the previous segment ended later than its own slot
+ *   said: a late packet, or one queued behind late ones), it plays at most
+ *   1 + catchup_permille times faster than it happened, so a backlog drains
+ *   by speeding up, never by a jump;
+ * - otherwise within half a frame of the previous end (the applied delay
+ *   moved by its slew), it joins and plays that much faster or slower
+ *   instead of overlapping or leaving a gap.
+ * It starts no earlier than its arrival, and ends no earlier than its slot
+ * says. */
+static void stretched(struct playout *p, uint64_t rx_us, uint64_t slot_us, bool joinable,
+		      int64_t interval, uint64_t *start, uint32_t *dur)
+{
+	const struct playout_config *cfg = &p->cfg;
+	uint32_t nom = clamp_u(interval, cfg->seg_min_us, cfg->seg_max_us);
+	/* nom <= 1 s, catchup <= 1000: the quotient is at least nom / 2. */
+	uint32_t fastest = (uint32_t)((uint64_t)nom * 1000 / (1000 + cfg->catchup_permille));
+	uint64_t due = slot_us + nom, end;
+	int64_t gap = diff(slot_us, p->move_end_us);
+
+	*start = slot_us;
+	if (joinable && diff(p->move_end_us, rx_us) >= 0) {
+		bool behind = diff(p->move_end_us, p->move_due_us) > 0;
+
+		if ((behind && gap <= 0) || (gap <= (int64_t)nom / 2 && gap >= -(int64_t)nom / 2))
+			*start = p->move_end_us;
+	}
+	*start = later(*start, rx_us);
+	end = later(due, *start + fastest);
+	p->move_due_us = due;
+	/* Both ends lie within a few segments of the slot, or of the arrival
+	 * and the queue's end: far below 2^32 us apart. */
+	*dur = (uint32_t)diff(end, *start);
+}
+
 static int push_motion(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt,
-		       uint64_t slot_us, bool late, int64_t interval)
+		       uint64_t slot_us, bool late, int64_t interval, bool joinable)
 {
 	const struct playout_config *cfg = &p->cfg;
 	bool scroll = pkt->kind == PLAYOUT_KIND_SCROLL;
@@ -204,7 +280,9 @@ static int push_motion(struct playout *p, uint64_t rx_us, const struct playout_p
 	uint32_t dur;
 	int r;
 
-	if (late) {
+	if (cfg->slew_permille) {
+		stretched(p, rx_us, slot_us, joinable, interval, &start, &dur);
+	} else if (late) {
 		/* Missed its slot: replay from now, after what is queued, at
 		 * about its own pace (design note, part 5). */
 		start = later(rx_us, p->q.tail_end_us);
@@ -221,17 +299,72 @@ static int push_motion(struct playout *p, uint64_t rx_us, const struct playout_p
 	r = segq_push(&p->q, pkt->kind, start, dur, a, b);
 	if (r == 0) {
 		p->last_activity_us = later(p->last_activity_us, start + dur);
+		p->move_end_us = start + dur;
+		p->last_due_us = start + dur;
+		p->last_due_strict = dur == 0;
 		return late ? PLAYOUT_PUSH_LATE : PLAYOUT_PUSH_ON_TIME;
 	}
 	if (r == 1) {
 		p->stats.merged++;
+		p->last_due_us = p->q.tail_end_us;
+		p->last_due_strict = false;
 		return PLAYOUT_PUSH_MERGED;
 	}
 	/* The ring holds only the other kind: apply at the next tick. */
 	p->acc[scroll ? 2 : 0] += a;
 	p->acc[scroll ? 3 : 1] += b;
 	p->stats.forced++;
+	p->last_due_us = rx_us;
+	p->last_due_strict = true;
 	return PLAYOUT_PUSH_FORCED;
+}
+
+/* The delay as applied to this packet's slot, time-stretched
+ * (slew_permille): the schedule keeps its place in receiver time when the
+ * offset moves, then follows offset + delay by at most slew_permille of the
+ * sender time elapsed. While nothing is playing there is no schedule to
+ * keep and the delay applies at once. A late packet does not move the
+ * schedule: the packets after it may well be on time (a single datagram
+ * held by the air, not a queue); the segments behind it speed up to catch
+ * up (stretched). */
+static uint64_t applied_delay(struct playout *p, uint64_t rx_us, uint64_t tx_us, int ev,
+			      int64_t offset_before, uint32_t delay)
+{
+	const struct playout_config *cfg = &p->cfg;
+	/* Offsets may be anywhere in int64 under a hostile sender: take the
+	 * change in unsigned space; anything beyond step_reset_us re-anchors. */
+	int64_t moved = (int64_t)((uint64_t)p->clock.offset_us - (uint64_t)offset_before);
+	int64_t bound_us = (int64_t)cfg->step_reset_us;
+	int64_t a = p->applied_us;
+	bool playing = p->prev_move && diff(p->move_end_us, rx_us) > 0;
+
+	if (!p->have_applied || !playing || ev == OFFSET_EVENT_RESET || ev == OFFSET_EVENT_STEP ||
+	    moved > bound_us || moved < -bound_us) {
+		a = delay;
+	} else {
+		int64_t dt = p->have_prev ? diff(tx_us, p->prev_tx_us) : 0;
+		int64_t step;
+
+		if (dt < 0)
+			dt = 0;
+		if (dt > (int64_t)cfg->seg_max_us)
+			dt = cfg->seg_max_us;
+		/* dt <= 1 s and slew <= 1000: no overflow. */
+		step = dt * cfg->slew_permille / 1000;
+		a -= moved;
+		if (a > (int64_t)delay)
+			a = a - step > (int64_t)delay ? a - step : delay;
+		else
+			a = a + step < (int64_t)delay ? a + step : delay;
+		/* Within a stall's worth of the target, never negative. */
+		if (a > (int64_t)delay + bound_us)
+			a = (int64_t)delay + bound_us;
+		if (a < 0)
+			a = 0;
+	}
+	p->applied_us = a;
+	p->have_applied = true;
+	return (uint64_t)a;
 }
 
 int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt)
@@ -242,7 +375,7 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	uint32_t delay, idx = 0;
 	int64_t interval;
 	int ev;
-	bool late;
+	bool late, move, joinable;
 
 	if (__builtin_expect(pkt->kind < PLAYOUT_KIND_MOTION || pkt->kind > PLAYOUT_KIND_HEARTBEAT ||
 			     (pkt->kind == PLAYOUT_KIND_BUTTON && !btn_index(pkt->code, &idx)), 0)) {
@@ -261,12 +394,20 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	else if (ev == OFFSET_EVENT_STEP)
 		p->stats.clock_steps++;
 	delay = delay_update(&p->delay, cfg, lateness);
+	joinable = p->prev_move && ev != OFFSET_EVENT_RESET;
 
 	/* The packet's slot: sender time + offset + delay. Since the offset
 	 * is at most this packet's (arrival - sender time), the slot is never
 	 * more than one delay ahead of the arrival. */
-	slot = pkt->tx_us + (uint64_t)p->clock.offset_us + delay;
-	late = lateness > delay;
+	if (cfg->slew_permille) {
+		uint64_t applied = applied_delay(p, rx_us, pkt->tx_us, ev, offset_before, delay);
+
+		slot = pkt->tx_us + (uint64_t)p->clock.offset_us + applied;
+		late = lateness > applied;
+	} else {
+		slot = pkt->tx_us + (uint64_t)p->clock.offset_us + delay;
+		late = lateness > delay;
+	}
 	if (late)
 		p->stats.late++;
 
@@ -274,7 +415,8 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	 * one after a reset spreads over the longest segment. */
 	interval = p->have_prev && ev != OFFSET_EVENT_RESET ? diff(pkt->tx_us, p->prev_tx_us)
 							  : (int64_t)cfg->seg_max_us;
-	if (cfg->frame_max_us && (pkt->kind == PLAYOUT_KIND_MOTION || pkt->kind == PLAYOUT_KIND_SCROLL)) {
+	move = pkt->kind == PLAYOUT_KIND_MOTION || pkt->kind == PLAYOUT_KIND_SCROLL;
+	if (cfg->frame_max_us && move) {
 		/* The sender sums a frame's movement and sends it at the frame's
 		 * end: after a pause the motion is one frame's, not the pause's. */
 		if (p->prev_move && ev != OFFSET_EVENT_RESET && interval > 0 &&
@@ -282,10 +424,16 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 			p->frame_us = (uint32_t)interval;
 		if (p->frame_us && interval > (int64_t)p->frame_us)
 			interval = p->frame_us;
-		p->prev_move = true;
-	} else {
-		p->prev_move = false;
+		/* A packet older than the previous one (reordered) still
+		 * carries one frame of motion, not a zero-length one. */
+		if (interval <= 0 && p->frame_us)
+			interval = p->frame_us;
+		/* Before any frame is known (the session's first packet), one
+		 * frame is at most frame_max_us. */
+		if (!p->frame_us && interval > (int64_t)cfg->frame_max_us)
+			interval = cfg->frame_max_us;
 	}
+	p->prev_move = move;
 	p->prev_tx_us = pkt->tx_us;
 	p->have_prev = true;
 	/* Heartbeats keep the clock estimate fresh but are not activity: an
@@ -297,7 +445,7 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	switch (pkt->kind) {
 	case PLAYOUT_KIND_MOTION:
 	case PLAYOUT_KIND_SCROLL:
-		return push_motion(p, rx_us, pkt, slot, late, interval);
+		return push_motion(p, rx_us, pkt, slot, late, interval, joinable);
 	case PLAYOUT_KIND_BUTTON:
 		btn_push(p, late ? later(rx_us, p->q.tail_end_us) : slot, idx, pkt->down);
 		return late ? PLAYOUT_PUSH_LATE : PLAYOUT_PUSH_ON_TIME;
@@ -364,6 +512,8 @@ void playout_flush(struct playout *p, uint64_t now_us)
 		p->b.ev[i & BTNQ_MASK].at_us = now_us;
 	p->b.last_at_us = now_us;
 	p->q.tail_end_us = now_us;
+	p->move_end_us = now_us;
+	p->move_due_us = now_us;
 	/* Then every button ends up released. */
 	p->b.overflow_mask = (uint8_t)((1u << PLAYOUT_BTN_COUNT) - 1);
 	p->b.overflow_down = 0;

@@ -296,6 +296,7 @@ static void on_datagram(struct rx_loop *l, const struct rx_ev *ev)
 		l->st.drop_no_slot++;
 		return;
 	}
+	l->st.slot_opened[r]++;
 	/* Off: one branch on a field that never changes while the loop runs. */
 	if (l->record_fd >= 0)
 		record(l, (uint32_t)r, now, &rx.pkt);
@@ -337,6 +338,7 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 			break;
 		}
 		l->active[r] = 1;
+		l->st.slot_opened[r] = 0;
 		l->st.sessions_added++;
 		l->session_no[r] = (uint32_t)l->st.sessions_added;
 		break;
@@ -372,7 +374,8 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 	if (r < 0)
 		l->st.command_errors++;
 	l->st.sessions_live = l->wire.nsessions;
-	return r < 0 ? r : 0;
+	/* An added session's slot tells the caller where its receipts are. */
+	return r < 0 ? r : (c->op == RX_OP_ADD_SESSION ? r : 0);
 }
 
 /* ---- the loop ----------------------------------------------------------- */

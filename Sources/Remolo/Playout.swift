@@ -1,4 +1,5 @@
 internal import RemoloCore
+internal import Glibc
 
 /// Remolo: a smooth pointer over Wi-Fi.
 public enum Remolo {
@@ -38,6 +39,14 @@ public struct PlayoutConfig: Sendable, Equatable {
     /// 0: the clock offset rises only by creeping (the design note). Otherwise it
     /// also rises to the smallest trip of the last two windows this long.
     public var riseWindowUs: UInt32
+    /// 0: offset and delay changes shift the segments and a late packet
+    /// replays over 4-16 ms (the design note). Otherwise the schedule
+    /// time-stretches by at most this fraction (permille) and a late packet
+    /// moves it to its arrival, caught up by stretching.
+    public var slewPermille: UInt32
+    /// With `slewPermille`: how much faster (permille) a backlog behind a
+    /// late packet plays until caught up (1000 = twice real time).
+    public var catchupPermille: UInt32
 
     /// The policy the receiver runs.
     public static var `default`: PlayoutConfig {
@@ -61,6 +70,7 @@ public struct PlayoutConfig: Sendable, Equatable {
         shrinkPermille = c.shrink_permille; segMinUs = c.seg_min_us; segMaxUs = c.seg_max_us
         lateMinUs = c.late_min_us; lateMaxUs = c.late_max_us; idleUs = c.idle_us
         segEndAtSlot = c.seg_end_at_slot; frameMaxUs = c.frame_max_us; riseWindowUs = c.rise_window_us
+        slewPermille = c.slew_permille; catchupPermille = c.catchup_permille
     }
 
     var c: playout_config {
@@ -71,13 +81,36 @@ public struct PlayoutConfig: Sendable, Equatable {
                        shrink_permille: shrinkPermille, seg_min_us: segMinUs, seg_max_us: segMaxUs,
                        late_min_us: lateMinUs, late_max_us: lateMaxUs, idle_us: idleUs,
                        seg_end_at_slot: segEndAtSlot, frame_max_us: frameMaxUs,
-                       rise_window_us: riseWindowUs)
+                       rise_window_us: riseWindowUs, slew_permille: slewPermille,
+                       catchup_permille: catchupPermille)
     }
 
     /// Whether the core accepts these values.
-    public var isValid: Bool {
+    public var isValid: Bool { problem == nil }
+
+    /// The rule the first bad value breaks, in the core's words; nil when valid.
+    public var problem: String? {
         var cc = c
-        return playout_config_check(&cc) == 0
+        return playout_config_problem(&cc).map { String(cString: $0) }
+    }
+
+    /// The core's field names, in its order (`PLAYOUT_CONFIG_FIELDS`).
+    public static var fieldNames: [String] {
+        var names: [String] = []
+        while let n = playout_config_field(UInt32(names.count)) { names.append(String(cString: n)) }
+        return names
+    }
+
+    /// Sets one field by its core name (e.g. "delay_max_us"). The result may
+    /// still break a rule: see `problem`.
+    public mutating func set(_ name: String, _ value: Int64) throws(PlayoutError) {
+        var cc = c
+        let r = playout_config_set(&cc, name, value)
+        if r == -ENOENT {
+            throw PlayoutError(description: "unknown playout field '\(name)': fields are \(Self.fieldNames.joined(separator: ", "))")
+        }
+        if r == -ERANGE { throw PlayoutError(description: "\(name) = \(value): a playout field takes 0...\(UInt32.max)") }
+        self = PlayoutConfig(cc)
     }
 }
 
@@ -254,6 +287,10 @@ public final class Playout {
     public var delayUs: UInt32 { p.pointee.delay.delay_us }
     /// The current clock offset (receiver - sender), microseconds.
     public var offsetUs: Int64 { p.pointee.clock.offset_us }
+    /// When the latest pushed movement is fully due (receiver clock), and
+    /// whether only a tick strictly after that time emits it.
+    public var lastDueUs: UInt64 { p.pointee.last_due_us }
+    public var lastDueStrict: Bool { p.pointee.last_due_strict }
     /// Segments waiting or playing.
     public var queuedSegments: Int { Int(p.pointee.q.tail &- p.pointee.q.head) }
     /// Q8 motion not yet emitted as whole pixels: x, y, wheel, hwheel.

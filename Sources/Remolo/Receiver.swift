@@ -238,6 +238,8 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// The UDP socket's local port.
     public let port: UInt16
     private let stopped = Mutex(false)
+    /// Each live session's slot in the loop (where its receipt counts are).
+    private let slots = Mutex<[DatagramSessionID: Int]>([:])
 
     /// How long a command may wait for the loop (it runs within a tick).
     static let commandTimeout = 2.0
@@ -260,6 +262,10 @@ public final class ReceiveLoop: @unchecked Sendable {
     public init(socket: Int32, output: ReceiverOutput, playout: PlayoutConfig = .default,
                 realtimePriority: Int32 = 0, recordArrivals: ArrivalRecorder? = nil) throws {
         try Self.probe()
+        // The loop's own check would only say EINVAL: name the broken rule.
+        if let why = playout.problem {
+            throw ReceiverError("invalid playout configuration: \(why)")
+        }
         var cfg = rx_config()
         cfg.playout = playout.c
         cfg.sock = socket
@@ -359,8 +365,11 @@ public final class ReceiveLoop: @unchecked Sendable {
             }
         }
         let r = try command(c)
+        if r >= 0 {
+            slots.withLock { $0[id] = Int(r) }
+            return
+        }
         switch -r {
-        case 0: return
         case EEXIST: throw ReceiverError("session \(id) is already live")
         case ENOSPC: throw ReceiverError("too many live sessions (\(DatagramOpener.capacity))")
         default: throw ReceiverError("adding session \(id): \(String(cString: strerror(-r)))")
@@ -371,7 +380,17 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// released, and its datagrams are dropped from now on. False if unknown.
     @discardableResult
     public func removeSession(_ id: DatagramSessionID) throws(ReceiverError) -> Bool {
-        try command(Self.cmd(RX_OP_REMOVE_SESSION, id)) == 0
+        slots.withLock { _ = $0.removeValue(forKey: id) }
+        return try command(Self.cmd(RX_OP_REMOVE_SESSION, id)) == 0
+    }
+
+    /// Datagrams of this session opened so far (what its receipts say);
+    /// nil for a session the loop does not hold.
+    public func datagramsOpened(_ id: DatagramSessionID) -> UInt64? {
+        guard let slot = slots.withLock({ $0[id] }) else { return nil }
+        var s = rx_stats()
+        rx_stats_read(storage.loop, &s)
+        return withUnsafeBytes(of: s.slot_opened) { $0.bindMemory(to: UInt64.self)[slot] }
     }
 
     /// What came over the control channel (a button, or internet-fallback
@@ -437,7 +456,7 @@ public final class Receiver: @unchecked Sendable {
     // @unchecked Sendable: immutable after init except `sessions`, which is
     // behind a Mutex; the loop and the server are thread-safe.
     public let loop: ReceiveLoop
-    public let server: ReceiverServer
+    public let server: ControlServer
     public let trust: ReceiverTrust
     /// The TCP and UDP port.
     public let port: UInt16
@@ -483,7 +502,7 @@ public final class Receiver: @unchecked Sendable {
         self.onEvent = onEvent
         let loop = self.loop
         let sessions = self.sessions
-        server = ReceiverServer(
+        server = ControlServer(
             listener: listener, trust: trust, limits: limits,
             onRejected: { e in onEvent("refused a connection: \(e)") },
             onConfirmed: { result throws(SessionError) in
@@ -525,6 +544,36 @@ public final class Receiver: @unchecked Sendable {
     public var stats: ReceiverStats { loop.stats }
     public var liveSessions: Int { sessions.count }
 
+    /// One live session, for status views.
+    public struct SessionInfo: Sendable {
+        public var id: DatagramSessionID
+        public var peer: PublicKey
+        /// Datagrams of this session opened so far.
+        public var opened: UInt64
+    }
+
+    /// The live sessions, oldest first by id order.
+    public var sessionInfo: [SessionInfo] {
+        sessions.snapshot().map { SessionInfo(id: $0.0, peer: $0.1, opened: loop.datagramsOpened($0.0) ?? 0) }
+            .sorted { $0.id.description < $1.id.description }
+    }
+
+    /// A small table for a person: the loop's delay and lateness, drops by
+    /// reason, and one row per session (`remolo receive --stats` on a terminal).
+    public var statusTable: String {
+        let s = stats
+        var out = "remolo receive  port \(port)  sessions \(liveSessions)  delay \(String(format: "%.1f", Double(s.delayUs) / 1000)) ms"
+        out += "  late packets \(s.latePackets) of \(s.opened)  ticks late \(s.lateTicks) missed \(s.missedTicks)\n"
+        out += "datagrams \(s.datagrams)  opened \(s.opened)  dropped \(s.dropped)"
+        for r in DatagramDropReason.allCases { out += "  \(r.name) \(s[r])" }
+        out += "\n\n  session           sender fingerprint                         opened\n"
+        for i in sessionInfo {
+            out += "  \(i.id)  \(i.peer.fingerprint)  \(i.opened)\n"
+        }
+        if liveSessions == 0 { out += "  (no session)\n" }
+        return out
+    }
+
     /// How long `stop()` waits for sessions to say bye before the loop goes.
     static let byeWait = 1.0
 
@@ -560,9 +609,11 @@ public final class Receiver: @unchecked Sendable {
         onEvent("session \(id) from \(channel.peer.fingerprint)\(channel.result.isPairing ? " (newly paired)" : "")")
         var why = "closed"
         var grace = true
+        channel.afterPong = { .receipt(loop.datagramsOpened(id) ?? 0) }
         loop: while true {
             do throws(SessionError) {
                 let m = try channel.receive()
+                if case .pong = m { continue }   // nothing asked for it; it renewed the idle deadline
                 guard let d = played(m) else {
                     // Settings belong to the sender (the curve runs where the
                     // samples are); a receiver that took them would apply
@@ -600,10 +651,7 @@ public final class Receiver: @unchecked Sendable {
         case .scroll(let e):
             // dx horizontal (right positive), dy vertical (up positive), Q8 hi-res units.
             return Datagram(.scroll(vertical: e.dy, horizontal: e.dx), senderTimeMicros: e.senderTimeNs / 1000)
-        case .pong:
-            // Nothing asked for it; harmless (it renewed the idle deadline).
-            return nil
-        case .settings, .ping, .bye:
+        case .settings, .receipt, .ping, .pong, .bye:
             return nil
         }
     }
@@ -629,6 +677,8 @@ private final class SessionTable: Sendable {
     let state = Mutex(State())
 
     var count: Int { state.withLock { $0.entries.count } }
+
+    func snapshot() -> [(DatagramSessionID, PublicKey)] { state.withLock { $0.entries.map { ($0.key, $0.value.peer) } } }
     var serving: Int { state.withLock { $0.serving } }
     var isStopping: Bool { state.withLock { $0.stopping } }
 

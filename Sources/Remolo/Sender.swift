@@ -1,4 +1,4 @@
-// The sender: a confirmed control session (RemoloSender) plus a UDP socket
+// The sender: a confirmed control session (ControlChannel) plus a UDP socket
 // for sealed pointer datagrams to the same receiver address and port.
 //
 // Motion and scroll go as datagrams (design note, part 2: timestamped, sealed, never
@@ -112,6 +112,21 @@ public struct SenderStats: Sendable, Equatable {
     public var reconnects: UInt64 = 0
     /// Frames that fell in an outage: their motion was dropped, never sent late.
     public var framesDropped: UInt64 = 0
+    /// Motion sent in the control channel's fallback messages (Q8), and
+    /// how often the sender moved to the control channel and back.
+    public var fallbackMessages: UInt64 = 0
+    public var fallbackDX: Int64 = 0
+    public var fallbackDY: Int64 = 0
+    public var switchesToTCP: UInt64 = 0
+    public var switchesToUDP: UInt64 = 0
+}
+
+/// How motion travels.
+public enum SenderTransport: Sendable, Equatable {
+    /// Datagrams, falling back to the control channel when they do not get through.
+    case udp
+    /// Always the control channel (`--over tcp`).
+    case tcp
 }
 
 /// A sender session: control channel plus datagrams. One thread uses it.
@@ -130,9 +145,28 @@ public final class Sender {
     /// Buttons the source holds down (pressed again on a new session).
     private var held: [MouseButton] = []
     public private(set) var stats = SenderStats()
+    /// Motion goes in control messages now (forced, or UDP found blocked).
+    public private(set) var onControlChannel = false
+    private var forcedTCP = false
+    /// Datagrams sent in this session; and at each unanswered ping.
+    private var sessionDatagrams: UInt64 = 0
+    private var pingSent: [UInt64: UInt64] = [:]
+    private var lastReceipt: (sent: UInt64, opened: UInt64)?
+    /// Fallback motion not yet sent, and when the last message went.
+    private var pending: (dx: Int64, dy: Int64, atUs: UInt64) = (0, 0, 0)
+    /// When the next fallback message is due: a fixed 30 Hz grid, so frames
+    /// of any rate average 30 messages a second.
+    private var nextFallbackUs: UInt64 = 0
+    private var log: (String) -> Void = { _ in }
 
     /// Heartbeat period while nothing moves (design note, part 3).
     public static let heartbeatMicros: UInt64 = 100_000
+    /// Fallback motion goes at about 30 messages a second (design note:
+    /// the internet path over the encrypted TCP connection).
+    public static let fallbackIntervalUs: UInt64 = 33_333
+    /// A ping interval with at least this many datagrams sent and none
+    /// opened means UDP does not get through.
+    public static let blockedAfter: UInt64 = 5
     /// Back-off between reconnection attempts: doubles from the first to the last.
     public static let reconnectBackoff: (first: Double, last: Double) = (0.25, 4)
 
@@ -165,10 +199,13 @@ public final class Sender {
 
     /// Connects to a paired receiver.
     public static func connect(host: String, port: UInt16, identity: Identity,
-                               receiver: PublicKey, limits: SessionLimits = SessionLimits()) throws -> Sender {
-        let open = { try RemoloSender.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
+                               receiver: PublicKey, limits: SessionLimits = SessionLimits(),
+                               datagramsTo: (host: String, port: UInt16)? = nil) throws -> Sender {
+        let open = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
         let ch = try open()
-        do { return try Sender(channel: ch, host: host, port: port, reconnect: open) } catch { ch.close(); throw error }
+        do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open) } catch {
+            ch.close(); throw error
+        }
     }
 
     /// Pairs with the code the receiver showed, then sends over that session
@@ -177,10 +214,10 @@ public final class Sender {
                             directory: ConfigDirectory?, label: String,
                             limits: SessionLimits = SessionLimits(),
                             datagramsTo: (host: String, port: UInt16)? = nil) throws -> Sender {
-        let ch = try RemoloSender.pair(host: host, port: port, identity: identity, secret: code,
+        let ch = try ControlChannel.pair(host: host, port: port, identity: identity, secret: code,
                                        directory: directory, label: label, limits: limits)
         let receiver = ch.peer
-        let open = { try RemoloSender.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
+        let open = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
         do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open) } catch {
             ch.close(); throw error
         }
@@ -191,6 +228,7 @@ public final class Sender {
         let n = try buffer.withUnsafeMutableBytes { try sealer.seal(Datagram(payload, senderTimeMicros: micros), into: $0) }
         let sent = buffer.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
         lastDatagram = micros
+        sessionDatagrams += 1
         if sent != n {
             // UDP: a refused or dropped datagram is lost motion, not an error
             // worth stopping for (the receiver may be restarting).
@@ -221,7 +259,14 @@ public final class Sender {
     /// the receiver said bye, closed, or sent nothing (not even a pong)
     /// for the ping interval plus the answer margin.
     public func keepAlive() throws(SessionError) {
-        _ = try channel.receiveAvailable()
+        var pongFor: UInt64?
+        for m in try channel.receiveAvailable() {
+            switch m {
+            case .pong(let token): pongFor = pingSent.removeValue(forKey: token)
+            case .receipt(let opened): if let sent = pongFor { receipt(opened: opened, sentAtPing: sent) }
+            default: break
+            }
+        }
         let now = MonotonicClock.seconds()
         let l = channel.limits
         if now - channel.lastHeard > l.keepaliveInterval + l.answerMargin {
@@ -229,9 +274,67 @@ public final class Sender {
             throw .peerSilent(now - channel.lastHeard)
         }
         if now - lastPing >= l.keepaliveInterval {
-            try channel.send(.ping(UInt64(now * 1e6)))
+            let token = MonotonicClock.nowUs()
+            try channel.send(.ping(token))
+            // Answers never come for a session that died: forget old ones.
+            pingSent = pingSent.filter { token - $0.key < 60_000_000 }
+            pingSent[token] = sessionDatagrams
             lastPing = now
         }
+    }
+
+    /// The receiver had opened `opened` of this session's datagrams when it
+    /// answered a ping sent after `sentAtPing` of them. A whole ping
+    /// interval of datagrams with none opened: UDP is blocked, motion moves
+    /// to the control channel. Any opened while there (heartbeats still go
+    /// as datagrams, as probes): back to UDP.
+    private func receipt(opened: UInt64, sentAtPing: UInt64) {
+        defer { lastReceipt = (sentAtPing, opened) }
+        guard let last = lastReceipt, !forcedTCP else { return }
+        let sent = sentAtPing - min(sentAtPing, last.sent), got = opened - min(opened, last.opened)
+        if !onControlChannel && sent >= Self.blockedAfter && got == 0 {
+            onControlChannel = true
+            stats.switchesToTCP += 1
+            log("datagrams do not get through (0 of \(sent) opened): motion goes over the control channel, about 30 a second")
+        } else if onControlChannel && got > 0 {
+            flushFallback(force: true)
+            onControlChannel = false
+            stats.switchesToUDP += 1
+            log("datagrams get through again (\(got) opened): back to UDP")
+        }
+    }
+
+    /// One frame's motion: a datagram, or (on the control channel) into the
+    /// next fallback message.
+    private func move(dx: Int32, dy: Int32, at now: UInt64) throws {
+        guard onControlChannel else {
+            try send(.motion(dx: dx, dy: dy), at: now)
+            return
+        }
+        pending.dx += Int64(dx)
+        pending.dy += Int64(dy)
+        pending.atUs = now
+        flushFallback(force: false)
+    }
+
+    /// Sends the pending fallback motion when the 30 Hz grid says so (or
+    /// now), stamped with the time of its latest frame.
+    private func flushFallback(force: Bool) {
+        guard pending.dx != 0 || pending.dy != 0 else { return }
+        guard force || pending.atUs >= nextFallbackUs else { return }
+        let dx = Int32(clamping: pending.dx), dy = Int32(clamping: pending.dy)
+        do {
+            try channel.send(.motion(MotionEvent(dx: dx, dy: dy, senderTimeNs: pending.atUs * 1000)))
+        } catch {
+            return   // the session is ending; keepAlive reports it
+        }
+        stats.fallbackMessages += 1
+        stats.fallbackDX += Int64(dx)
+        stats.fallbackDY += Int64(dy)
+        pending.dx -= Int64(dx)
+        pending.dy -= Int64(dy)
+        // The next slot of the grid, or one interval from now after a pause.
+        nextFallbackUs = max(nextFallbackUs + Self.fallbackIntervalUs, pending.atUs + Self.fallbackIntervalUs / 2)
     }
 
     /// Opens a new session in place of a dead one and presses again the
@@ -245,6 +348,11 @@ public final class Sender {
         channel = ch
         sealer = newSealer
         lastPing = MonotonicClock.seconds()
+        sessionDatagrams = 0
+        pingSent = [:]
+        lastReceipt = nil
+        pending = (0, 0, 0)
+        onControlChannel = forcedTCP
         stats.reconnects += 1
         for b in held { try button(b, down: true, at: micros) }
     }
@@ -256,7 +364,11 @@ public final class Sender {
     /// says so (`onEvent`), drops the frames of the outage and opens a new
     /// session with back-off until it works or the time is up.
     public func run(_ source: inout some MotionSource, seconds: Double, rate: Double = 120,
-                    reconnect: Bool = false, onEvent: (String) -> Void = { _ in }) throws {
+                    reconnect: Bool = false, over transport: SenderTransport = .udp,
+                    onEvent: @escaping (String) -> Void = { _ in }) throws {
+        log = onEvent
+        defer { log = { _ in }; flushFallback(force: true) }
+        if transport == .tcp && !forcedTCP { forcedTCP = true; onControlChannel = true }
         let hz = min(max(rate, 1), 120)
         let count = max(1, Int((seconds * hz).rounded()))
         let period = 1 / hz
@@ -290,8 +402,11 @@ public final class Sender {
             do {
                 for b in f.buttons where b.down { try button(b.button, down: true, at: now) }
                 if f.dx != 0 || f.dy != 0 {
-                    try send(.motion(dx: f.dx, dy: f.dy), at: now)
-                } else if now - lastDatagram >= Self.heartbeatMicros {
+                    try move(dx: f.dx, dy: f.dy, at: now)
+                }
+                // Heartbeats while no datagram moves: on the control channel
+                // they are also the probes that tell when UDP works again.
+                if now - lastDatagram >= Self.heartbeatMicros && (onControlChannel || (f.dx == 0 && f.dy == 0)) {
                     try send(.heartbeat, at: now)
                 }
                 for b in f.buttons where !b.down { try button(b.button, down: false, at: now) }

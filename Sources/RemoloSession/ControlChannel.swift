@@ -1,6 +1,6 @@
 // A confirmed control session: sealed control frames both ways over the
 // TCP connection (TCP.swift) that the handshake ran on (SenderConnect.swift,
-// ReceiverServer.swift).
+// ControlServer.swift).
 
 
 internal import Glibc
@@ -13,9 +13,11 @@ public struct SessionLimits: Sendable {
     /// From accept (or connect) to key confirmation; an unfinished handshake is dropped.
     public var handshakeTimeout: Double = 5
     /// A connection silent for this long is closed (bye 1); every frame
-    /// received renews it. Senders ping every `keepaliveInterval`.
+    /// received renews it. Senders ping every `keepaliveInterval`; each
+    /// ping's answer carries a receipt, so a second is also how soon a
+    /// sender learns that its datagrams stopped getting through.
     public var idleTimeout: Double = 30
-    public var keepaliveInterval: Double = 10
+    public var keepaliveInterval: Double = 1
     /// A sender whose ping interval plus this margin passes without any
     /// frame from the receiver (a pong answers every ping) takes the
     /// session for dead.
@@ -115,6 +117,8 @@ public final class ControlChannel {
     public private(set) var isClosed = false
     /// When the last frame from the peer arrived (monotonic seconds).
     public private(set) var lastHeard: Double
+    /// What to send after each pong `receive` answers (the receiver's receipt).
+    public var afterPong: (() -> ControlMessage?)?
 
     public var keys: SessionKeys { result.keys }
     public var peer: PublicKey { result.peer }
@@ -150,7 +154,9 @@ public final class ControlChannel {
             let m: ControlMessage
             do { m = try receiveRaw(deadline: lastHeard + silence) } catch { throw end(after: error) }
             switch m {
-            case .ping(let t): try send(.pong(t))
+            case .ping(let t):
+                try send(.pong(t))
+                if let extra = afterPong?() { try send(extra) }
             case .bye(let r): close(); throw .peerSaidBye(r)
             default: return m
             }

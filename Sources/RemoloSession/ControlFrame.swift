@@ -206,9 +206,14 @@ public enum ControlMessage: Equatable, Sendable {
     case ping(UInt64)
     case pong(UInt64)
     case bye(ByeReason)
+    /// Receiver -> sender, after each pong: datagrams of this session the
+    /// receiver has opened so far (how the sender tells whether UDP gets
+    /// through, and when to fall back to the control channel).
+    case receipt(UInt64)
 
     public enum Kind: UInt8, Sendable, CaseIterable {
         case settings = 0x01, button = 0x02, motion = 0x03, scroll = 0x04, ping = 0x05, pong = 0x06, bye = 0x07
+        case receipt = 0x08
 
         /// Plaintext length including the type byte.
         public var encodedLength: Int {
@@ -216,7 +221,7 @@ public enum ControlMessage: Equatable, Sendable {
             case .settings: return 1 + 4 + 4 + 4 + 1
             case .button: return 1 + 1 + 1 + 8 + 4
             case .motion, .scroll: return 1 + 4 + 4 + 8
-            case .ping, .pong: return 1 + 8
+            case .ping, .pong, .receipt: return 1 + 8
             case .bye: return 1 + 1
             }
         }
@@ -231,6 +236,7 @@ public enum ControlMessage: Equatable, Sendable {
         case .ping: return .ping
         case .pong: return .pong
         case .bye: return .bye
+        case .receipt: return .receipt
         }
     }
 
@@ -251,7 +257,7 @@ public enum ControlMessage: Equatable, Sendable {
             b.appendBE(m.dx)
             b.appendBE(m.dy)
             b.appendBE(m.senderTimeNs)
-        case .ping(let t), .pong(let t):
+        case .ping(let t), .pong(let t), .receipt(let t):
             b.appendBE(t)
         case .bye(let r):
             b.append(r.rawValue)
@@ -294,6 +300,7 @@ public enum ControlMessage: Equatable, Sendable {
             return kind == .motion ? .motion(m) : .scroll(m)
         case .ping: return .ping(r.read(UInt64.self)!)
         case .pong: return .pong(r.read(UInt64.self)!)
+        case .receipt: return .receipt(r.read(UInt64.self)!)
         case .bye:
             let raw = r.read(UInt8.self)!
             guard let reason = ByeReason(rawValue: raw) else { throw .badMessage("unknown bye reason \(raw)") }

@@ -22,8 +22,8 @@ func readHandshakeMessage(_ c: TCPConnection, deadline: Double) throws(SessionEr
     }
 }
 
-/// The sender's entry points.
-public enum RemoloSender {
+/// The sender's entry points: each returns a confirmed session.
+extension ControlChannel {
     /// Connects to a paired receiver (Noise IK) and confirms the keys.
     public static func connect(host: String, port: UInt16, identity: Identity, receiver: PublicKey,
                                limits: SessionLimits = SessionLimits()) throws(SessionError) -> ControlChannel {

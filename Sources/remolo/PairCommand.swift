@@ -42,7 +42,7 @@ Pairing also works on a running receiver: remolo receive --pair.
     }
     let outcome: PairingOutcome
     do {
-        outcome = try ReceiverServer.pairOnce(
+        outcome = try ControlServer.pairOnce(
             listener: listener, trust: trust, wait: timeout,
             show: { code in
                 say("receiver fingerprint: \(identity.fingerprint)")

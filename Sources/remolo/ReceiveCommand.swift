@@ -150,6 +150,7 @@ Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
             say("no pairing code: \(error)")
         }
     }
+    let tty = isatty(1) != 0
     let start = Date()
     var lastStats = Date()
     while true {
@@ -160,7 +161,15 @@ Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
         let sig = sigtimedwait(&sigs, nil, &ts)
         if sig == SIGINT || sig == SIGTERM { break }
         if let s = statsEvery, Date().timeIntervalSince(lastStats) >= s {
-            say(statsJSON ? rx.stats.json : "stats: \(rx.stats.summary)")
+            if statsJSON {
+                say(rx.stats.json)
+            } else if tty {
+                // A table that refreshes in place: home, clear, redraw.
+                print("\u{1B}[H\u{1B}[2J" + rx.statusTable, terminator: "")
+                fflush(nil)
+            } else {
+                say("stats: \(rx.stats.summary)")
+            }
             lastStats = Date()
         }
         if let s = seconds, Date().timeIntervalSince(start) >= s { break }

@@ -7,7 +7,7 @@ import Remolo
 
 let sendUsage = """
 usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
-                   [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect]
+                   [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect] [--over udp|tcp]
 
   --to        the receiver (remolo receive --listen ...)
   --pair      pair first with the code the receiver printed; then send
@@ -16,12 +16,15 @@ usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
   --seconds   how long (default 3; 0 with --pair: pair only)
   --size      circle radius / swipe length in pixels (default 200)
   --rate      frames per second, at most 120 (default 120)
+  --over      udp (default): datagrams, and motion in the control channel
+              (about 30 messages/s) while the receiver's receipts show that
+              none get through; tcp: always the control channel
   --reconnect when the session dies (receiver restarted, network gone),
               open a new one with back-off and carry on; motion of the
               outage is dropped. Without it a dead session ends the run
               with exit status 1.
 
-The sender pings every 10 s; a receiver that answers nothing for 15 s, closes
+The sender pings every second; a receiver that answers nothing for 6 s, closes
 the connection or says bye ends the session, and the sender says why.
 """
 
@@ -33,6 +36,7 @@ the connection or says bye ends the session, and the sender says why.
     var size = 200.0
     var rate = 120.0
     var reconnect = false
+    var transport = SenderTransport.udp
     var o = Options(args, usage: sendUsage)
     while let flag = o.next() {
         switch flag {
@@ -51,6 +55,12 @@ the connection or says bye ends the session, and the sender says why.
         case "--size": size = o.double(in: 1...5000)
         case "--rate": rate = o.double(in: 1...120)
         case "--reconnect": reconnect = true
+        case "--over":
+            switch o.value() {
+            case "udp": transport = .udp
+            case "tcp": transport = .tcp
+            case let v: fail("--over takes udp or tcp, not '\(v)'")
+            }
         default: o.unknown()
         }
     }
@@ -82,7 +92,8 @@ the connection or says bye ends the session, and the sender says why.
     var failure: String?
     do {
         if seconds > 0 {
-            try tx.run(&gesture, seconds: seconds, rate: rate, reconnect: reconnect, onEvent: { say("remolo: \($0)") })
+            try tx.run(&gesture, seconds: seconds, rate: rate, reconnect: reconnect, over: transport,
+                       onEvent: { say("remolo: \($0)") })
         }
         tx.close()
     } catch let e as SessionError {
@@ -94,6 +105,8 @@ the connection or says bye ends the session, and the sender says why.
     let s = tx.stats
     say("sent: motion \(s.motionDatagrams) heartbeats \(s.heartbeats) buttons \(s.buttonsDown) down \(s.buttonsUp) up"
           + " dx_q8 \(s.totalDX) dy_q8 \(s.totalDY) errors \(s.sendErrors + s.sessionsLost)"
-          + " sessions_lost \(s.sessionsLost) reconnects \(s.reconnects) frames_dropped \(s.framesDropped)")
+          + " sessions_lost \(s.sessionsLost) reconnects \(s.reconnects) frames_dropped \(s.framesDropped)"
+          + " fallback \(s.fallbackMessages) fallback_dx_q8 \(s.fallbackDX) fallback_dy_q8 \(s.fallbackDY)"
+          + " to_tcp \(s.switchesToTCP) to_udp \(s.switchesToUDP)")
     if let failure { fail(failure, code: 1) }
 }

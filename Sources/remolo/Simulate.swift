@@ -8,6 +8,7 @@ let simulateUsage = """
 usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--display-hz 60|120|144] [--sender-hz 60-240] [--duration SECONDS]
                        [--seed S] [--json|--markdown] [--trace FILE] [--write-trace FILE] [--svg FILE]
+                       [--perfect-network] [--frontier]
 
   --scenario     S1..S7, a comma list, or all (default all)
   --policy       arrival, fixed:MS, seed, default, oracle (rate 0.1), oracle:RATE,
@@ -22,7 +23,13 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
   --dump-frames FILE  per-vsync cursor and shifted ideal of the first policy (one scenario, --seed)
   --trace FILE   replay a recorded arrivals trace instead of scenarios
   --write-trace FILE  save one scenario's arrivals (seed --seed) in the trace format
-  --svg FILE     plots for one scenario and seed (--seed, default 1), or for --trace
+  --svg FILE     plots for one scenario and seed (--seed, default 1), or for --trace;
+                 with --frontier, the frontier of every scenario (or the trace)
+  --perfect-network  also replay the same send times with arrival = emission + a
+                 constant (no loss): rows named "NAME perfect", each policy's floor
+  --frontier     sweep fixed:0..100 ms (5 ms steps; fixed:MS is the default with its
+                 delay pinned) and report where each other policy lies against it;
+                 policies default to arrival,seed,default
 """
 
 struct SimulateOptions {
@@ -39,6 +46,9 @@ struct SimulateOptions {
     var writeTrace: String?
     var svg: String?
     var dump: String?
+    var perfect = false
+    var frontier = false
+    var policyGiven = false
 }
 
 func parseSimulate(_ args: [String]) throws(LabError) -> SimulateOptions {
@@ -71,6 +81,7 @@ func parseSimulate(_ args: [String]) throws(LabError) -> SimulateOptions {
                 }
             }
         case "--policy":
+            o.policyGiven = true
             let v = try value(a)
             if v == "all" { o.policies = Policy.all } else {
                 o.policies = []
@@ -92,11 +103,14 @@ func parseSimulate(_ args: [String]) throws(LabError) -> SimulateOptions {
         case "--trace": o.trace = try value(a)
         case "--write-trace": o.writeTrace = try value(a)
         case "--svg": o.svg = try value(a)
+        case "--perfect-network": o.perfect = true
+        case "--frontier": o.frontier = true
         default: throw LabError("unknown option '\(a)'\n\(simulateUsage)")
         }
         i += 1
     }
-    if o.writeTrace != nil || (o.svg != nil && o.trace == nil) {
+    if o.frontier && !o.policyGiven { o.policies = [.arrival, .seed, .default] }
+    if o.writeTrace != nil || (o.svg != nil && o.trace == nil && !o.frontier) {
         guard o.scenarios.count == 1 else {
             throw LabError("--write-trace and --svg take one scenario: add --scenario S1 (or S2..S7)")
         }
@@ -152,6 +166,40 @@ func markdownText(_ rows: [LabRow]) -> String {
     return out
 }
 
+/// The policies to run: the requested ones, plus the sweep for --frontier.
+func runPolicies(_ o: SimulateOptions) -> [Policy] {
+    guard o.frontier else { return o.policies }
+    return o.policies.filter { $0.fixedMs == nil || !Policy.frontierSweep.contains($0) } + Policy.frontierSweep
+}
+
+/// Rows of one scenario set or trace, real network then (with
+/// --perfect-network) the perfect one, scenario by scenario.
+func interleave(_ real: [LabRow], _ perfect: [LabRow]) -> [LabRow] {
+    guard !perfect.isEmpty else { return real }
+    var out: [LabRow] = []
+    var order: [String] = []
+    for r in real where !order.contains(r.scenario) { order.append(r.scenario) }
+    for sc in order {
+        out += real.filter { $0.scenario == sc }
+        out += perfect.filter { $0.scenario == sc + " perfect" }
+    }
+    return out
+}
+
+func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
+    var order: [String] = []
+    for r in rows where !order.contains(r.scenario) { order.append(r.scenario) }
+    var out: [FrontierReport] = []
+    for sc in order {
+        let mine = rows.filter { $0.scenario == sc }
+        let sweep = mine.filter { $0.policy.hasPrefix("fixed:") }
+        for r in mine where !r.policy.hasPrefix("fixed:") && !r.policy.hasPrefix("oracle") {
+            out.append(FrontierReport(row: r, sweep: sweep))
+        }
+    }
+    return out
+}
+
 @Sendable func simulateCommand(_ args: [String]) {
     let o: SimulateOptions
     do { o = try parseSimulate(args) } catch { fail(error.description) }
@@ -163,8 +211,15 @@ func markdownText(_ rows: [LabRow]) -> String {
         } catch { fail("\(path): \(error)") }
         guard trace.records.contains(where: { $0.arriveUs != nil }) else { fail("\(path): no datagram arrived: nothing to replay") }
         let name = (path as NSString).lastPathComponent
-        rows = Lab.replay(trace: trace, name: name, policies: o.policies, displayHz: o.displayHz)
-        if let svg = o.svg {
+        rows = Lab.replay(trace: trace, name: name, policies: runPolicies(o), displayHz: o.displayHz)
+        if o.perfect {
+            rows = interleave(rows, Lab.replay(trace: trace, name: name + " perfect", policies: runPolicies(o),
+                                               displayHz: o.displayHz, perfectNetwork: true))
+        }
+        if let d = o.dump {
+            try? LabCase(trace: trace, displayHz: o.displayHz).dump(o.policies[0]).write(toFile: d, atomically: true, encoding: .utf8)
+        }
+        if let svg = o.svg, !o.frontier {
             do { try LabSVG.render(trace: trace, title: name, policies: o.policies, displayHz: o.displayHz).write(toFile: svg, atomically: true, encoding: .utf8) }
             catch { fail("cannot write \(svg): \(error)") }
         }
@@ -173,7 +228,7 @@ func markdownText(_ rows: [LabRow]) -> String {
             let t = LabRun.generate(scenario: o.scenarios[0], seed: UInt64(o.seed), senderHz: o.senderHz, durationS: o.duration)
             do { try t.write(to: w) } catch { fail("cannot write \(w): \(error)") }
         }
-        if let svg = o.svg {
+        if let svg = o.svg, !o.frontier {
             let t = LabRun.generate(scenario: o.scenarios[0], seed: UInt64(o.seed), senderHz: o.senderHz, durationS: o.duration)
             let title = "\(o.scenarios[0].rawValue) \(o.scenarios[0].title), seed \(o.seed)"
             do { try LabSVG.render(trace: t, title: title, policies: o.policies, displayHz: o.displayHz).write(toFile: svg, atomically: true, encoding: .utf8) }
@@ -183,14 +238,37 @@ func markdownText(_ rows: [LabRow]) -> String {
             let t = LabRun.generate(scenario: o.scenarios[0], seed: UInt64(o.seed), senderHz: o.senderHz, durationS: o.duration)
             try? LabCase(trace: t, displayHz: o.displayHz).dump(o.policies[0]).write(toFile: d, atomically: true, encoding: .utf8)
         }
-        if o.writeTrace != nil || o.svg != nil {
-            // Writing a file alone: score just that seed's run.
-            rows = Lab.simulate(scenarios: o.scenarios, policies: o.policies, seeds: 1, displayHz: o.displayHz,
-                                senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed)
-        } else {
-            rows = Lab.simulate(scenarios: o.scenarios, policies: o.policies, seeds: o.seeds, displayHz: o.displayHz,
-                                senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed)
+        // Writing a run's file alone: score just that seed's run.
+        let seeds = o.writeTrace != nil || (o.svg != nil && !o.frontier) ? 1 : o.seeds
+        rows = Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, displayHz: o.displayHz,
+                            senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed)
+        if o.perfect {
+            let p = Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, displayHz: o.displayHz,
+                                 senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, perfectNetwork: true)
+            rows = interleave(rows, p.map { LabRow(scenario: $0.scenario + " perfect", policy: $0.policy, scores: $0.scores) })
         }
+    }
+    if o.frontier {
+        let real = rows.filter { !$0.scenario.hasSuffix(" perfect") }
+        if let svg = o.svg {
+            let title = o.trace.map { ($0 as NSString).lastPathComponent } ?? "scenarios, seeds \(o.seed)-\(o.seed + o.seeds - 1)"
+            do { try LabSVG.frontier(rows: real, title: "Fixed-delay frontier: \(title)").write(toFile: svg, atomically: true, encoding: .utf8) }
+            catch { fail("cannot write \(svg): \(error)") }
+        }
+        // The table keeps the requested policies; the sweep goes to the report.
+        let reports = frontierReports(real)
+        rows = rows.filter { r in !r.policy.hasPrefix("fixed:") || o.policies.contains { $0.name == r.policy } }
+        if o.json {
+            print(rows.map(jsonRow).joined(separator: "\n"))
+            for f in reports {
+                print("{\"scenario\":\"\(f.scenario)\",\"policy\":\"\(f.policy)\",\"frontier_jitter\":\(f.frontierJitter.map { String(format: "%.4f", $0) } ?? "null"),\"dominated_by\":\(f.dominatedBy.map { "\"\($0)\"" } ?? "null")}")
+            }
+            return
+        }
+        print(o.markdown ? markdownText(rows) : tableText(rows), terminator: "")
+        print("\nAgainst the fixed-delay frontier (fixed:0..100 ms; dominated = some fixed:MS has p95 <= +0.5 ms and jitter <= +2%):")
+        for f in reports { print(o.markdown ? "- " + f.text : f.text) }
+        return
     }
     if o.json {
         print(rows.map(jsonRow).joined(separator: "\n"))

@@ -49,6 +49,31 @@ import RemoloSystem
     #expect(c.config?.delayMaxUs == 90000 && c.config?.frameMaxUs == 17000)
     #expect(throws: LabError.self) { try Policy.parse("magic") }
     #expect(throws: LabError.self) { try Policy.parse("seed+delay_max_us=1") }  // below min: refused
+    // The broken rule comes from the core, in its words.
+    do { _ = try Policy.parse("seed+delay_max_us=1"); Issue.record("accepted") } catch {
+        #expect(error.description.contains("delay_min_us <= delay_start_us <= delay_max_us"))
+    }
+    do { _ = try Policy.parse("seed+bogus=1"); Issue.record("accepted") } catch {
+        #expect(error.description.contains("slew_permille"))  // lists the core's fields
+    }
+    // fixed:MS is the default with its delay pinned, nothing else changed.
+    var pinned = PlayoutConfig.default
+    pinned.delayMinUs = 35_000; pinned.delayMaxUs = 35_000; pinned.delayStartUs = 35_000
+    #expect(try Policy.parse("fixed:35").config == pinned)
+    #expect(Policy.frontierSweep.first == .fixed(ms: 0) && Policy.frontierSweep.last == .fixed(ms: 100))
+}
+
+/// The perfect network delivers every datagram at its emission time plus
+/// d_min: no loss, no lateness.
+@Test func perfectNetworkHasNoLateness() {
+    let t = LabRun.generate(scenario: .s3, seed: 1, durationS: 5).perfectNetwork
+    let c = LabCase(trace: t, displayHz: 120)
+    for (i, r) in t.records.enumerated() {
+        #expect(r.arriveUs != nil)
+        #expect(abs(Double(r.arriveUs!) - c.emit[i] - c.clock.dminUs) <= 0.5)
+    }
+    let run = c.run(.default)
+    #expect(run.late == 0)
 }
 
 /// The oracle's delay covers every lateness, never moves faster than the
@@ -83,7 +108,10 @@ func oracleFrontier(_ rate: Double) {
 @Test func defaultIsSeedPlusImprovements() {
     var d = PlayoutConfig.default
     #expect(d.frameMaxUs == 17_000 && d.riseWindowUs == 500_000)
-    d.frameMaxUs = 0; d.riseWindowUs = 0
+    #expect(d.slewPermille == 100 && d.catchupPermille == 500)
+    #expect(d.delayMinUs == 2_000 && d.delayStartUs == 2_000 && d.delayMarginUs == 2_000)
+    d.frameMaxUs = 0; d.riseWindowUs = 0; d.slewPermille = 0; d.catchupPermille = 0
+    d.delayMinUs = 6_000; d.delayStartUs = 12_000; d.delayMarginUs = 3_000
     #expect(d == PlayoutConfig.seed)
     #expect(PlayoutConfig.seed.segEndAtSlot == 0)
 }

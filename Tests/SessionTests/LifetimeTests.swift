@@ -22,7 +22,7 @@ import RemoloSystem
         let p = try Pair()
         let limits = Self.short()
         let rx = try LoopbackReceiver(trust: p.trust, limits: limits)
-        let ch = try RemoloSender.connect(host: "127.0.0.1", port: rx.port, identity: p.sender,
+        let ch = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.sender,
                                           receiver: p.receiver.publicKey, limits: limits)
         let end = monotonicSeconds() + 5 * limits.idleTimeout
         var pongs = 0
@@ -46,7 +46,7 @@ import RemoloSystem
         let p = try Pair()
         let limits = Self.short(idle: 0.4)
         let rx = try LoopbackReceiver(trust: p.trust, limits: limits)
-        let ch = try RemoloSender.connect(host: "127.0.0.1", port: rx.port, identity: p.sender,
+        let ch = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.sender,
                                           receiver: p.receiver.publicKey)
         if n == 2 {
             var f = try ch.sealer.seal(.ping(5))
@@ -63,7 +63,7 @@ import RemoloSystem
         let p = try Pair()
         let limits = Self.short(idle: 0.6)
         // A receiver that confirms the session and then reads nothing: no pongs.
-        let server = ReceiverServer(listener: try TCPListener(host: "127.0.0.1", port: 0), trust: p.trust,
+        let server = ControlServer(listener: try TCPListener(host: "127.0.0.1", port: 0), trust: p.trust,
                                     onSession: { _ in usleep(3_000_000) })
         Thread { server.run() }.start()
         defer { server.stop() }
@@ -162,7 +162,7 @@ import RemoloSystem
         let code = Mutex<PairingSecret?>(nil)
         let trust = p.trust
         let t = Thread {
-            let o = try? ReceiverServer.pairOnce(listener: listener, trust: trust, wait: 400,
+            let o = try? ControlServer.pairOnce(listener: listener, trust: trust, wait: 400,
                                                  show: { c in code.withLock { $0 = c } })
             outcome.withLock { $0 = o }
         }
@@ -178,7 +178,7 @@ import RemoloSystem
         let rx = try LoopbackReceiver(trust: p.trust)
         _ = port
         #expect(throws: SessionError.handshake(.peerRefused(.pairingUnavailable))) {
-            _ = try RemoloSender.pair(host: "127.0.0.1", port: rx.port, identity: p.sender, secret: secret,
+            _ = try ControlChannel.pair(host: "127.0.0.1", port: rx.port, identity: p.sender, secret: secret,
                                       directory: nil, label: "late")
         }
         try rx.wait()

@@ -16,14 +16,14 @@ final class Events: Sendable {
 
 /// A receiver on 127.0.0.1 with an ephemeral port, its accept loop on a thread.
 final class LoopbackReceiver {
-    let server: ReceiverServer
+    let server: ControlServer
     let events = Events()
     let stopped = DispatchSemaphore(value: 0)
     var port: UInt16 { server.listener.port }
 
     init(trust: ReceiverTrust, limits: SessionLimits = SessionLimits()) throws {
         let events = self.events
-        server = ReceiverServer(listener: try TCPListener(host: "127.0.0.1", port: 0), trust: trust, limits: limits,
+        server = ControlServer(listener: try TCPListener(host: "127.0.0.1", port: 0), trust: trust, limits: limits,
                                 onRejected: { e in events.rejected.withLock { $0.append(e) }; events.done.signal() },
                                 onSession: { ch in
             events.sessions.withLock { $0.append(ch.result) }
@@ -65,7 +65,7 @@ func seesEOF(_ c: TCPConnection, within seconds: Double = 5) -> Bool {
     func pairedSession() throws {
         let p = try Pair()
         let rx = try LoopbackReceiver(trust: p.trust)
-        let ch = try RemoloSender.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
+        let ch = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
         let sent: [ControlMessage] = ControlFrameTests.messages.filter {
             if case .bye = $0 { return false }; if case .ping = $0 { return false }; if case .pong = $0 { return false }; return true
         }
@@ -91,7 +91,7 @@ func seesEOF(_ c: TCPConnection, within seconds: Double = 5) -> Bool {
         let trust = try ReceiverTrust(identity: receiver, directory: rdir)
         let rx = try LoopbackReceiver(trust: trust)
         let code = try trust.pairing.issue().display
-        let ch = try RemoloSender.pair(host: "127.0.0.1", port: rx.port, identity: sender,
+        let ch = try ControlChannel.pair(host: "127.0.0.1", port: rx.port, identity: sender,
                                        secret: try #require(PairingSecret(typed: code)), directory: sdir, label: "desk")
         ch.close(saying: .normal)
         try rx.wait()
@@ -102,7 +102,7 @@ func seesEOF(_ c: TCPConnection, within seconds: Double = 5) -> Bool {
         #expect(mode(sdir.file(PeerList.knownReceiversFile)) == 0o600)
         #expect(mode(rdir.file(PeerList.authorizedSendersFile)) == 0o600)
         // And the stored key is good for a normal session.
-        let again = try RemoloSender.connect(host: "127.0.0.1", port: rx.port, identity: sender, receiver: known.key(labelled: "desk")!)
+        let again = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: sender, receiver: known.key(labelled: "desk")!)
         again.close(saying: .normal)
         try rx.wait()
     }
@@ -112,12 +112,12 @@ func seesEOF(_ c: TCPConnection, within seconds: Double = 5) -> Bool {
         let p = try Pair(paired: false)
         let rx = try LoopbackReceiver(trust: p.trust)
         #expect(throws: SessionError.handshake(.peerRefused(.notPaired))) {
-            _ = try RemoloSender.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
+            _ = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
         }
         try rx.wait()
         _ = try p.trust.pairing.issue()
         #expect(throws: SessionError.handshake(.peerRefused(.pairingSecretWrong))) {
-            _ = try RemoloSender.pair(host: "127.0.0.1", port: rx.port, identity: p.sender, secret: .random(),
+            _ = try ControlChannel.pair(host: "127.0.0.1", port: rx.port, identity: p.sender, secret: .random(),
                                       directory: nil, label: "x")
         }
         try rx.wait()
@@ -133,7 +133,7 @@ func seesEOF(_ c: TCPConnection, within seconds: Double = 5) -> Bool {
     func badFrames(_ n: Int, _ what: String) throws {
         let p = try Pair()
         let rx = try LoopbackReceiver(trust: p.trust)
-        let ch = try RemoloSender.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
+        let ch = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
         let deadline = monotonicSeconds() + 5
         let expected: SessionError
         switch n {
@@ -163,7 +163,7 @@ func seesEOF(_ c: TCPConnection, within seconds: Double = 5) -> Bool {
         #expect(rx.events.sessionErrors.withLock { $0 } == [expected], "\(n): \(what)")
         #expect(seesEOF(ch.connection), "\(n): the receiver closed the connection")
         // The receiver is still serving.
-        let ok = try RemoloSender.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
+        let ok = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
         try ok.send(.ping(1))
         #expect(try ok.receive(timeout: 5) == .pong(1))
         ok.close(saying: .normal)
@@ -201,7 +201,7 @@ func seesEOF(_ c: TCPConnection, within seconds: Double = 5) -> Bool {
         var limits = SessionLimits()
         limits.idleTimeout = 0.4
         let rx = try LoopbackReceiver(trust: p.trust, limits: limits)
-        let ch = try RemoloSender.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
+        let ch = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.sender, receiver: p.receiver.publicKey)
         try rx.wait()
         #expect(rx.events.sessionErrors.withLock { $0.first.map { if case .timedOut = $0 { return true }; return false } } == true)
         #expect(seesEOF(ch.connection))

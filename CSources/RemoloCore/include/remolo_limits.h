@@ -60,6 +60,22 @@
  * a sender clock stepped back (or a slower route) is followed in about a
  * second instead of at 2 ms/s, while a 300 ms stall cannot fill a window. */
 #define REMOLO_RISE_WINDOW_US    500000u
+/* The schedule time-stretches instead of shifting: playback runs at most
+ * 10% faster or slower while the applied delay follows the offset and the
+ * delay (the field notes' oracle stretches by the same bound). */
+#define REMOLO_SLEW_PERMILLE     100u
+/* A backlog behind a held datagram drains at up to 1.5 times real time: a
+ * hold of n frames is caught up over 2n frames, each frame showing at most
+ * half a frame's motion extra (the design note's 4-16 ms replay of a late
+ * packet shows its whole motion in one or two ticks). */
+#define REMOLO_CATCHUP_PERMILLE  500u
+/* With late packets caught up by stretching, a small delay costs less than
+ * the design note's 6 ms floor and 12 ms start: the default starts at its
+ * floor of 2 ms, with a 2 ms margin over the 95th percentile (S1: p95 added
+ * latency 16.5 -> 12.9 ms). */
+#define REMOLO_DEFAULT_DELAY_MIN_US     2000u
+#define REMOLO_DEFAULT_DELAY_START_US   2000u
+#define REMOLO_DEFAULT_DELAY_MARGIN_US  2000u
 
 /*
  * The single-packet bound. One packet moves the pointer at most 1024 px per
@@ -77,4 +93,7 @@ _Static_assert((REMOLO_BTNQ_CAP & (REMOLO_BTNQ_CAP - 1)) == 0, "button ring: pow
 _Static_assert(REMOLO_DELAY_MIN_US <= REMOLO_DELAY_START_US &&
                REMOLO_DELAY_START_US <= REMOLO_DELAY_MAX_US, "start delay inside the clamp");
 _Static_assert(REMOLO_LATE_MIN_US <= REMOLO_LATE_MAX_US, "late replay range");
+_Static_assert(REMOLO_DEFAULT_DELAY_MIN_US <= REMOLO_DEFAULT_DELAY_START_US &&
+               REMOLO_DEFAULT_DELAY_START_US <= REMOLO_DELAY_MAX_US, "default start delay inside the clamp");
+_Static_assert(REMOLO_SLEW_PERMILLE <= 1000 && REMOLO_CATCHUP_PERMILLE <= 1000, "stretch rates are fractions");
 #endif

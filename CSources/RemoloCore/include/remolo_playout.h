@@ -15,43 +15,86 @@
 #include <stdint.h>
 #include "remolo_limits.h"
 
-/* Tuning, with the design note's values as the seed (playout_config_seed). */
+/*
+ * Tuning, with the design note's values as the seed (playout_config_seed).
+ * ONE list of fields: the struct, playout_config_set's names and the field
+ * listing are all generated from it, so a knob added here is settable by
+ * name everywhere at once. Every field is uint32_t.
+ *
+ * - creep_ppm: offset creep between minima.
+ * - gap_reset_us: silence that forgets the offset.
+ * - step_reset_us: lateness that rebases the offset.
+ * - window: latenesses kept, <= REMOLO_WINDOW_MAX.
+ * - quantile_permille, delay_margin_us, delay_min_us, delay_max_us,
+ *   delay_start_us: the delay is the window's quantile + margin, clamped.
+ * - shrink_permille: the delay shrinks by this per packet.
+ * - seg_min_us, seg_max_us: a packet's segment length bounds.
+ * - late_min_us, late_max_us: a late packet's replay length bounds.
+ * - idle_us: quiet time after which the drain timer may stop.
+ * - seg_end_at_slot: 0 (the design note): a packet's segment starts at the
+ *   slot and lasts the time since the previous packet, so the motion ends
+ *   one sender frame after its slot. 1: it ends at the slot, starting no
+ *   earlier than the arrival; the motion of [tx_prev, tx] plays over
+ *   [slot_prev, slot] as it happened, one frame sooner.
+ * - frame_max_us: 0 (the design note): a packet spreads over the whole time
+ *   since the previous one, so the first packet after a pause spreads its
+ *   single frame of motion over up to seg_max_us. Otherwise intervals
+ *   between consecutive movement packets up to this long are sender frames,
+ *   and a packet spreads over at most the latest one.
+ * - rise_window_us: 0 (the design note): the offset only rises by creeping.
+ *   Otherwise, every window of this length the offset rises to the smallest
+ *   sample of the last two windows when that is higher: a route change or a
+ *   sender clock stepped back is followed within two windows.
+ * - slew_permille: 0 (the design note): every packet is placed at its slot
+ *   with the current offset and delay, so a change of either shifts the
+ *   segments (they overlap: a jump; or leave a gap: a stall), and a late
+ *   packet replays over late_min_us..late_max_us. Otherwise the schedule is
+ *   time-stretched: the delay as applied follows offset and delay changes by
+ *   at most this fraction of the sender time elapsed, consecutive movement
+ *   segments join end to start (so a change stretches them), and a late
+ *   packet plays from its arrival at its own pace, not over
+ *   late_min_us..late_max_us.
+ * - catchup_permille (with slew_permille): a segment behind its schedule
+ *   (late, or queued behind late ones) plays up to this much faster than it
+ *   happened (1000 = twice as fast) until the backlog is gone: a hold is
+ *   caught up by speeding up, never by a jump.
+ */
+#define PLAYOUT_CONFIG_FIELDS(X) \
+	X(creep_ppm) \
+	X(gap_reset_us) \
+	X(step_reset_us) \
+	X(window) \
+	X(quantile_permille) \
+	X(delay_margin_us) \
+	X(delay_min_us) \
+	X(delay_max_us) \
+	X(delay_start_us) \
+	X(shrink_permille) \
+	X(seg_min_us) \
+	X(seg_max_us) \
+	X(late_min_us) \
+	X(late_max_us) \
+	X(idle_us) \
+	X(seg_end_at_slot) \
+	X(frame_max_us) \
+	X(rise_window_us) \
+	X(slew_permille) \
+	X(catchup_permille)
+
 struct playout_config {
-	uint32_t creep_ppm;        /* offset creep between minima */
-	uint32_t gap_reset_us;     /* silence that forgets the offset */
-	uint32_t step_reset_us;    /* lateness that rebases the offset */
-	uint32_t window;           /* latenesses kept, <= REMOLO_WINDOW_MAX */
-	uint32_t quantile_permille;
-	uint32_t delay_margin_us;
-	uint32_t delay_min_us;
-	uint32_t delay_max_us;
-	uint32_t delay_start_us;
-	uint32_t shrink_permille;  /* delay shrinks by this per packet */
-	uint32_t seg_min_us;
-	uint32_t seg_max_us;
-	uint32_t late_min_us;
-	uint32_t late_max_us;
-	uint32_t idle_us;
-	/* Where a packet's segment lies. 0 (the design note): it starts at the slot
-	 * and lasts the time since the previous packet, so the motion ends one
-	 * sender frame after its slot. 1: it ends at the slot, lasting the time
-	 * since the previous packet but starting no earlier than the arrival;
-	 * the motion of [tx_prev, tx] plays over [slot_prev, slot] as it
-	 * happened, one frame sooner. */
-	uint32_t seg_end_at_slot;
-	/* 0 (the design note): a packet spreads over the whole time since the
-	 * previous one, so the first packet after a pause spreads its single
-	 * frame of motion over up to seg_max_us. Otherwise intervals between
-	 * consecutive movement packets up to this long are sender frames, and
-	 * a packet spreads over at most the latest one. */
-	uint32_t frame_max_us;
-	/* 0 (the design note): the offset only rises by creeping. Otherwise, every
-	 * window of this length the offset rises to the smallest sample of
-	 * the last two windows when that is higher: a route change or a
-	 * sender clock stepped back is followed within two windows, whatever
-	 * the creep. */
-	uint32_t rise_window_us;
+#define PLAYOUT_CONFIG_MEMBER(name) uint32_t name;
+	PLAYOUT_CONFIG_FIELDS(PLAYOUT_CONFIG_MEMBER)
+#undef PLAYOUT_CONFIG_MEMBER
 };
+
+enum {
+#define PLAYOUT_CONFIG_COUNT_ONE(name) PLAYOUT_CONFIG_INDEX_##name,
+	PLAYOUT_CONFIG_FIELDS(PLAYOUT_CONFIG_COUNT_ONE)
+#undef PLAYOUT_CONFIG_COUNT_ONE
+	PLAYOUT_CONFIG_FIELD_COUNT
+};
+_Static_assert(sizeof(struct playout_config) == PLAYOUT_CONFIG_FIELD_COUNT * sizeof(uint32_t),
+	       "every config field is a uint32_t from the one list");
 
 /* Config values above these are refused by playout_config_check. */
 #define PLAYOUT_CFG_TIME_MAX_US   60000000u  /* any time knob: 60 s */
@@ -232,6 +275,17 @@ struct playout {
 	uint64_t last_now_us;
 	uint64_t last_activity_us;
 	bool have_prev;
+	/* Time-stretched schedule (slew_permille): the delay as applied,
+	 * relative to the current offset, and where the latest movement
+	 * segment ends. */
+	int64_t applied_us;
+	uint64_t move_end_us;
+	uint64_t move_due_us;        /* where its slot said it should end */
+	bool have_applied;
+	/* When the latest pushed movement is fully due (its segment's end, the
+	 * merged tail, or the next tick): what the lab measures latency by. */
+	uint64_t last_due_us;
+	bool last_due_strict;        /* due only at a tick after last_due_us */
 	struct playout_stats stats;
 };
 
@@ -241,6 +295,12 @@ void playout_config_seed(struct playout_config *cfg);
 void playout_config_default(struct playout_config *cfg);
 /* 0, or -EINVAL when a value is out of range. */
 int playout_config_check(const struct playout_config *cfg);
+/* Sets one field by its name in PLAYOUT_CONFIG_FIELDS. 0, -ENOENT for an
+ * unknown name, -ERANGE for a value outside uint32_t. The result may still
+ * break a rule: playout_config_problem says which. */
+int playout_config_set(struct playout_config *cfg, const char *name, int64_t value);
+/* The i-th field's name in list order, NULL past the end. */
+const char *playout_config_field(uint32_t i);
 /* NULL when valid, else which rule the first bad value breaks (static text). */
 const char *playout_config_problem(const struct playout_config *cfg);
 

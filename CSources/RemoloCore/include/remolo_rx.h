@@ -108,7 +108,7 @@ _Static_assert(REMOLO_SESSIONS_MAX <= 256, "record: a slot fits in a byte");
 
 /* ---- commands (any thread -> loop) -------------------------------------- */
 enum rx_op {
-	RX_OP_ADD_SESSION = 1,          /* id, key */
+	RX_OP_ADD_SESSION = 1,          /* id, key; result: the session's slot */
 	RX_OP_REMOVE_SESSION = 2,       /* id: flush, release buttons, forget */
 	RX_OP_PUSH = 3,                 /* id, pkt from the control channel: a
 					 * button, or fallback motion/scroll */
@@ -176,6 +176,9 @@ struct rx_stats {
 	uint64_t records;               /* arrival records written (record_fd) */
 	uint64_t record_dropped;        /* not written: the pipe was full */
 	uint64_t record_errors;         /* not written: any other failure */
+	uint64_t slot_opened[REMOLO_SESSIONS_MAX]; /* datagrams opened per
+					 * session slot since its session was
+					 * added (the receipts a sender gets) */
 };
 _Static_assert(sizeof(struct rx_stats) % sizeof(uint64_t) == 0, "stats: whole u64 words");
 

@@ -8,7 +8,9 @@ internal import RemoloCore
 ///   late replays of length 0. With a zero delay every packet is either on
 ///   its slot (the arrival itself) or late and replayed from its arrival;
 ///   a zero-length segment is due whole at the first tick after its start.
-/// - `fixed:MS`: a constant delay of MS milliseconds (min = max = start).
+/// - `fixed:MS`: the default policy with its delay pinned at MS
+///   milliseconds (min = max = start; same spreading, offset and
+///   stretching), so that against the default only the delay differs.
 /// - `seed`: the design note's policy exactly (`PlayoutConfig.seed`).
 /// - `default`: what the receiver runs (`PlayoutConfig.default`).
 /// - `oracle:RATE`: the field notes' oracle, computed in Swift from every
@@ -49,10 +51,7 @@ public enum Policy: Sendable, Equatable {
     public var config: PlayoutConfig? {
         switch self {
         case .arrival: return Self.arrivalConfig()
-        case .fixed(let ms):
-            var c = PlayoutConfig.seed
-            c.delayMinUs = UInt32(ms * 1000); c.delayMaxUs = c.delayMinUs; c.delayStartUs = c.delayMinUs
-            return c
+        case .fixed(let ms): return Self.pinned(.default, delayUs: UInt32(ms * 1000))
         case .seed: return .seed
         case .default: return .default
         case .oracle: return nil
@@ -60,13 +59,17 @@ public enum Policy: Sendable, Equatable {
         }
     }
 
-    static var fields: [String: WritableKeyPath<PlayoutConfig, UInt32>] { [
-        "creep_ppm": \.creepPPM, "gap_reset_us": \.gapResetUs, "step_reset_us": \.stepResetUs,
-        "window": \.window, "quantile_permille": \.quantilePermille, "delay_margin_us": \.delayMarginUs,
-        "delay_min_us": \.delayMinUs, "delay_max_us": \.delayMaxUs, "delay_start_us": \.delayStartUs,
-        "shrink_permille": \.shrinkPermille, "seg_min_us": \.segMinUs, "seg_max_us": \.segMaxUs,
-        "late_min_us": \.lateMinUs, "late_max_us": \.lateMaxUs, "idle_us": \.idleUs,
-    ].merging(PlayoutConfig.labExtraFields) { a, _ in a } }
+    /// `base` with its delay pinned: min = max = start.
+    public static func pinned(_ base: PlayoutConfig, delayUs: UInt32) -> PlayoutConfig {
+        var c = base
+        c.delayMinUs = delayUs; c.delayMaxUs = delayUs; c.delayStartUs = delayUs
+        return c
+    }
+
+    /// The fixed-delay frontier's sweep: `fixed:0` to `fixed:100` in 5 ms steps.
+    public static let frontierSweep: [Policy] = stride(from: 0, through: 100, by: 5).map { .fixed(ms: $0) }
+
+    public var fixedMs: Int? { if case .fixed(let ms) = self { return ms } else { return nil } }
 
     public static var names: String {
         "arrival, fixed:MS, seed, default, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+..."
@@ -88,12 +91,12 @@ public enum Policy: Sendable, Equatable {
             var c: PlayoutConfig = parts[0] == "seed" ? .seed : .default
             for p in parts.dropFirst() {
                 let kv = p.split(separator: "=", maxSplits: 1).map(String.init)
-                guard kv.count == 2, let path = fields[kv[0]], let v = UInt32(kv[1]) else {
-                    throw LabError("bad policy field '\(p)' in '\(s)': fields are \(fields.keys.sorted().joined(separator: ", "))")
+                guard kv.count == 2, let v = Int64(kv[1]) else {
+                    throw LabError("bad policy field '\(p)' in '\(s)': write FIELD=VALUE, FIELD one of \(PlayoutConfig.fieldNames.joined(separator: ", "))")
                 }
-                c[keyPath: path] = v
+                do { try c.set(kv[0], v) } catch { throw LabError("policy '\(s)': \(error.description)") }
             }
-            guard c.isValid else { throw LabError("policy '\(s)': the core refuses this configuration") }
+            if let why = c.problem { throw LabError("policy '\(s)': \(why)") }
             return .custom(name: s, config: c)
         }
         throw LabError("unknown policy '\(s)': valid are \(names)")

@@ -29,6 +29,7 @@ public final class UDPRelay: Sendable {
     let seed: UInt64
     private let state = Mutex(Stats())
     private let stopFlag = Atomic<Bool>(false)
+    private let blocked = Atomic<Bool>(false)
     private let finished = Atomic<Bool>(false)
 
     /// The bound listening address (port 0 picks one).
@@ -79,6 +80,10 @@ public final class UDPRelay: Sendable {
     /// Asks `run` to return (within 50 ms).
     public func stop() { stopFlag.store(true, ordering: .relaxed) }
 
+    /// Drops every datagram from now on (counted as lost) while true: a
+    /// network that lets no UDP through.
+    public func setBlocked(_ b: Bool) { blocked.store(b, ordering: .relaxed) }
+
     static func nowUs() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -124,7 +129,7 @@ public final class UDPRelay: Sendable {
                 if n < 0 { break }
                 let at = Self.nowUs()
                 state.withLock { $0.received += 1 }
-                guard let leave = link.deliver(emitUs: at) else {
+                guard !blocked.load(ordering: .relaxed), let leave = link.deliver(emitUs: at) else {
                     state.withLock { $0.lost += 1 }
                     continue
                 }

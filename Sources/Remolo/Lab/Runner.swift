@@ -1,13 +1,6 @@
 import Foundation
 internal import RemoloCore
 
-extension PlayoutConfig {
-    /// Config fields beyond the design note's, by their core names (tuning syntax).
-    static var labExtraFields: [String: WritableKeyPath<PlayoutConfig, UInt32>] {
-        ["seg_end_at_slot": \.segEndAtSlot, "frame_max_us": \.frameMaxUs, "rise_window_us": \.riseWindowUs]
-    }
-}
-
 /// The ideal path P: through the positions the sender sent (lost motion
 /// left out), on the receiver's clock (at r(s_i)). A packet's motion
 /// happened during the sender's last frame before its timestamp, so P holds
@@ -115,6 +108,8 @@ public struct Oracle: Sendable {
 /// What one policy did on one trace.
 public struct PolicyRun: Sendable {
     public var lambdasUs: [Double] = []
+    /// The emission time r(s_i) of each lambda's packet (receiver clock).
+    public var lambdaEmitUs: [Double] = []
     public var late = 0
     public var arrivedMovement = 0
     /// Cursor at each vsync, sub-pixel: the whole pixels emitted plus the
@@ -149,9 +144,16 @@ public struct LabCase: Sendable {
         if let f = order.first, let l = order.last {
             let start = Double(trace.records[f].arriveUs!), end = Double(trace.records[l].arriveUs!) + 1e6
             let period = 1e6 / Double(displayHz)
-            // Vsyncs on a grid of their own, independent of the drain ticks.
-            var k = (start / period).rounded(.up)
-            while k * period <= end { v.append(k * period); k += 1 }
+            // Vsyncs halfway between two drain ticks (the ticks start at the
+            // first arrival): a display does not know the drain timer's
+            // phase, and a vsync on the very microsecond of a tick would
+            // show that tick or not by the rounding of either grid. On a
+            // trace whose first arrival is a multiple of the vsync period
+            // (R1, R2 start at 123 s) that rounding flipped every third
+            // frame, a one-tick (2 ms) error for every policy alike.
+            let phase = start + 0.5e6 / Self.tickHz
+            var k = 0.0
+            while phase + k * period <= end { v.append(phase + k * period); k += 1 }
         }
         vsync = v
     }
@@ -167,6 +169,7 @@ public struct LabCase: Sendable {
         var out = PolicyRun()
         for (i, r) in trace.records.enumerated() where r.isMovement && r.arriveUs != nil {
             out.lambdasUs.append(o.delay(at: emit[i]))
+            out.lambdaEmitUs.append(emit[i])
             out.arrivedMovement += 1
         }
         out.cursor = vsync.map { t in
@@ -175,7 +178,8 @@ public struct LabCase: Sendable {
         return out
     }
 
-    static let tickHz = 480.0
+    /// The core's drain rate (design note, part 5).
+    static let tickHz = Double(REMOLO_TICK_HZ)
 
     func runCore(_ config: PlayoutConfig) -> PolicyRun {
         var out = PolicyRun()
@@ -194,7 +198,6 @@ public struct LabCase: Sendable {
         out.cursor.reserveCapacity(vsync.count)
         var pos = LabVec.zero, whole = LabVec.zero
         var next = 0, vs = 0, j = 0
-        let segBase = UnsafeMutableRawPointer(pl.p) + MemoryLayout<playout>.offset(of: \playout.q)!
         while true {
             let now = tickTime(j)
             if now > end && vs >= vsync.count { break }
@@ -207,21 +210,10 @@ public struct LabCase: Sendable {
                 guard r.isMovement else { continue }
                 out.arrivedMovement += 1
                 if res == .late { out.late += 1 }
-                var done: UInt64
-                switch res {
-                case .onTime, .late:
-                    let q = segBase.assumingMemoryBound(to: segq.self)
-                    let idx = Int((q.pointee.tail &- 1) & (REMOLO_SEGQ_CAP - 1))
-                    let s = withUnsafeMutablePointer(to: &q.pointee.seg) {
-                        $0.withMemoryRebound(to: segq_seg.self, capacity: Int(REMOLO_SEGQ_CAP)) { $0[idx] }
-                    }
-                    done = firstTick(s.start_us + UInt64(s.dur_us), strict: s.dur_us == 0)
-                case .merged:
-                    done = firstTick(segBase.assumingMemoryBound(to: segq.self).pointee.tail_end_us, strict: false)
-                default:
-                    done = firstTick(r.arriveUs!, strict: true)
-                }
+                // The core says when this packet's motion is fully due.
+                let done = firstTick(pl.lastDueUs, strict: pl.lastDueStrict)
                 out.lambdasUs.append(Double(done) - emit[i] - clock.dminUs)
+                out.lambdaEmitUs.append(emit[i])
             }
             let f = pl.tick(nowUs: now)
             whole += LabVec(Double(f.dx), Double(f.dy), Double(f.hwheelHiRes), Double(f.wheelHiRes))
@@ -232,13 +224,57 @@ public struct LabCase: Sendable {
         return out
     }
 
+    /// Half the window of the local latency the ideal path is shifted by.
+    public static let localLatencyHalfWindowUs = 500_000.0
+
+    /// The ideal path at each vsync, shifted by d_min plus the policy's own
+    /// latency at the time: the median lambda of the packets emitted within
+    /// 0.5 s either side (the whole run's median where none were).
+    ///
+    /// Why local, not the run's median (the field notes' M3): jitter is
+    /// what the eye sees, the cursor's motion against the finger's, while
+    /// latency is M1's to score. Against one run-wide shift, a cursor that
+    /// follows the path perfectly but 20 ms later than the run's median for
+    /// a few seconds (an adaptive delay after a bad spell) was charged
+    /// |dP(t - 20 ms) - dP(t)| every frame of those seconds: the path's
+    /// change of velocity over 20 ms, counted as jitter, though nothing
+    /// jumped. A median over a second follows a delay that moves slowly and
+    /// ignores a hold and its catch-up (fewer than half the packets of the
+    /// second), which stay jitter. The same rule for every policy; a
+    /// constant delay scores as before.
+    func shiftedIdeal(_ run: PolicyRun) -> [LabVec] {
+        let global = clock.dminUs + ScoreAccumulator.median(run.lambdasUs)
+        guard run.lambdaEmitUs.count == run.lambdasUs.count, !run.lambdasUs.isEmpty else {
+            return vsync.map { ideal.at($0 - global) }
+        }
+        let order = run.lambdaEmitUs.indices.sorted { run.lambdaEmitUs[$0] < run.lambdaEmitUs[$1] }
+        let e = order.map { run.lambdaEmitUs[$0] }, l = order.map { run.lambdasUs[$0] }
+        let w = Self.localLatencyHalfWindowUs
+        var out: [LabVec] = []
+        out.reserveCapacity(vsync.count)
+        var lo = 0, hi = 0
+        var lastLo = -1, lastHi = -1, lastShift = global
+        for t in vsync {
+            // Packets emitted within w of the frame's own (unshifted) time
+            // minus the run's latency: the ones shown around it.
+            let c = t - global
+            while lo < e.count && e[lo] < c - w { lo += 1 }
+            while hi < e.count && e[hi] <= c + w { hi += 1 }
+            if lo != lastLo || hi != lastHi {
+                lastShift = hi > lo ? clock.dminUs + ScoreAccumulator.median(Array(l[lo..<hi])) : global
+                lastLo = lo; lastHi = hi
+            }
+            out.append(ideal.at(t - lastShift))
+        }
+        return out
+    }
+
     /// Scores one run of a policy into `acc`.
     public func score(_ run: PolicyRun, into acc: inout ScoreAccumulator) {
         let lost = trace.records.filter { $0.arriveUs == nil }.count
         acc.addPackets(lambdasUs: run.lambdasUs, late: run.late, arrived: run.arrivedMovement,
                        lost: lost, sent: trace.records.count)
-        let shift = clock.dminUs + ScoreAccumulator.median(run.lambdasUs)
-        acc.addFrames(cursor: run.cursor, ideal: vsync.map { ideal.at($0 - shift) })
+        acc.addFrames(cursor: run.cursor, ideal: shiftedIdeal(run))
     }
 }
 
@@ -247,19 +283,23 @@ public struct LabRow: Sendable {
     public var scenario: String
     public var policy: String
     public var scores: Scores
+    public init(scenario: String, policy: String, scores: Scores) {
+        self.scenario = scenario; self.policy = policy; self.scores = scores
+    }
 }
 
 public enum Lab {
     /// Every policy on every scenario, `seeds` runs each (seeds 1...N), in
     /// scenario then policy order.
     public static func simulate(scenarios: [Scenario], policies: [Policy], seeds: Int, displayHz: Int,
-                                senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1) -> [LabRow] {
+                                senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1,
+                                perfectNetwork: Bool = false) -> [LabRow] {
         var rows: [LabRow] = []
         for sc in scenarios {
             var accs = [ScoreAccumulator](repeating: ScoreAccumulator(), count: policies.count)
             for seed in firstSeed..<(firstSeed + max(1, seeds)) {
                 let trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
-                let c = LabCase(trace: trace, displayHz: displayHz)
+                let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, displayHz: displayHz)
                 for (k, p) in policies.enumerated() { c.score(c.run(p), into: &accs[k]) }
             }
             for (k, p) in policies.enumerated() { rows.append(LabRow(scenario: sc.rawValue, policy: p.name, scores: accs[k].scores)) }
@@ -268,8 +308,9 @@ public enum Lab {
     }
 
     /// Every policy on one trace.
-    public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int) -> [LabRow] {
-        let c = LabCase(trace: trace, displayHz: displayHz)
+    public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int,
+                              perfectNetwork: Bool = false) -> [LabRow] {
+        let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, displayHz: displayHz)
         return policies.map { p in
             var acc = ScoreAccumulator()
             c.score(c.run(p), into: &acc)
@@ -282,10 +323,10 @@ extension LabCase {
     /// Per-frame samples for debugging a policy: t, C, P(shifted).
     public func dump(_ policy: Policy) -> String {
         let r = run(policy)
-        let shift = clock.dminUs + ScoreAccumulator.median(r.lambdasUs)
+        let shifted = shiftedIdeal(r)
         var s = "t,cx,cy,cw,cv,px,py,pw,pv\n"
         for (k, t) in vsync.enumerated() {
-            let c = r.cursor[k], p = ideal.at(t - shift)
+            let c = r.cursor[k], p = shifted[k]
             s += "\(Int(t)),\(c[0]),\(c[1]),\(c[2]),\(c[3]),\(p[0]),\(p[1]),\(p[2]),\(p[3])\n"
         }
         return s

@@ -20,8 +20,8 @@ export const MAX_FRAME_LENGTH = 8 + MAX_PLAINTEXT_LENGTH + TAG_LENGTH;
 const U64_MAX = 0xffffffffffffffffn;
 
 /** Message types and their exact plaintext lengths (type byte included). */
-export const ControlType = Object.freeze({ settings: 0x01, button: 0x02, motion: 0x03, scroll: 0x04, ping: 0x05, pong: 0x06, bye: 0x07 });
-const LENGTH = { 0x01: 14, 0x02: 15, 0x03: 17, 0x04: 17, 0x05: 9, 0x06: 9, 0x07: 2 };
+export const ControlType = Object.freeze({ settings: 0x01, button: 0x02, motion: 0x03, scroll: 0x04, ping: 0x05, pong: 0x06, bye: 0x07, receipt: 0x08 });
+const LENGTH = { 0x01: 14, 0x02: 15, 0x03: 17, 0x04: 17, 0x05: 9, 0x06: 9, 0x07: 2, 0x08: 9 };
 const NAME = Object.fromEntries(Object.entries(ControlType).map(([k, v]) => [v, k]));
 
 export const MouseButton = Object.freeze({ left: 1, right: 2, middle: 3, back: 4, forward: 5 });
@@ -84,6 +84,9 @@ export function encodeControlMessage(m) {
     case "pong":
       v.setBigUint64(1, toU64(m.token, "token"), false);
       break;
+    case "receipt":
+      v.setBigUint64(1, toU64(m.opened, "opened"), false);
+      break;
     case "bye":
       if (BYE_NAME[m.reason] === undefined) throw new RangeError(`bye reason must be 0..4 (ByeReason), got ${m.reason}`);
       out[1] = m.reason;
@@ -119,6 +122,8 @@ export function decodeControlMessage(p) {
     case "ping":
     case "pong":
       return { type, token: v.getBigUint64(1, false) };
+    case "receipt":
+      return { type, opened: v.getBigUint64(1, false) };
     case "bye":
       if (BYE_NAME[p[1]] === undefined) throw badMessage(`unknown bye reason ${p[1]}`);
       return { type, reason: p[1], reasonName: BYE_NAME[p[1]] };

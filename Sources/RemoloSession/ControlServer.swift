@@ -8,7 +8,7 @@ import Synchronization
 
 /// The receiver's accept loop: one thread per connection, a cap on
 /// connections still in their handshake, and a callback per confirmed session.
-public final class ReceiverServer: Sendable {
+public final class ControlServer: Sendable {
     public let listener: TCPListener
     public let trust: ReceiverTrust
     public let limits: SessionLimits
@@ -128,7 +128,7 @@ public final class ReceiverServer: Sendable {
     }
 }
 
-/// How a one-off pairing (`ReceiverServer.pairOnce`) ended.
+/// How a one-off pairing (`ControlServer.pairOnce`) ended.
 public enum PairingOutcome: Equatable, Sendable {
     /// This sender proved the code; it is now in `authorized-senders`.
     case paired(PublicKey)
@@ -140,7 +140,7 @@ public enum PairingOutcome: Equatable, Sendable {
     case gaveUp
 }
 
-extension ReceiverServer {
+extension ControlServer {
     /// Issues a code, shows it, and serves until one sender pairs with it,
     /// the code is burned or expires, or `wait` seconds pass (on the
     /// authority's clock; the code lives `PairingAuthority.defaultLifetime`
@@ -151,7 +151,7 @@ extension ReceiverServer {
                                 onRejected: @escaping @Sendable (SessionError) -> Void = { _ in })
         throws(PairingError) -> PairingOutcome {
         let paired = Mutex<PublicKey?>(nil)
-        let server = ReceiverServer(listener: listener, trust: trust, limits: limits, onRejected: onRejected,
+        let server = ControlServer(listener: listener, trust: trust, limits: limits, onRejected: onRejected,
                                     onSession: { channel in
             if channel.result.isPairing { paired.withLock { $0 = channel.peer } }
             channel.close(saying: .normal)

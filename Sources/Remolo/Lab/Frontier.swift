@@ -1,0 +1,129 @@
+import Foundation
+
+extension Trace {
+    /// The same send times over a perfect network: every datagram arrives
+    /// (none is lost) at its true emission time plus the smallest one-way
+    /// delay, on this trace's clock map (its truth, or the estimate for a
+    /// recorded trace), so the two real clocks' drift stays and the
+    /// network's delay is a constant. What a policy scores here is its own
+    /// cost: its floor.
+    public var perfectNetwork: Trace {
+        let clock = effectiveClock
+        let emit = clock.emissionTimes(records)
+        var recs = records
+        for i in recs.indices { recs[i].arriveUs = UInt64(max(0, (emit[i] + clock.dminUs).rounded())) }
+        return Trace(records: recs, clock: clock, frameUs: frameUs ?? effectiveFrameUs,
+                     notes: notes + ["perfect network: arrival = emission + dmin"])
+    }
+}
+
+/// Where a policy lies against the fixed-delay frontier of one scenario or
+/// trace: the same policy with its delay pinned, swept (`Policy.frontierSweep`).
+public struct FrontierReport: Sendable {
+    public var scenario: String
+    public var policy: String
+    public var latencyMsP95: Double
+    public var jitterRatio: Double
+    /// A pinned delay with p95 latency at most the policy's + 0.5 ms and
+    /// jitter ratio at most the policy's + 2%, if any.
+    public var dominatedBy: String?
+    /// The frontier's jitter ratio at the policy's p95 latency (linear
+    /// between the frontier's points); nil below the sweep's lowest latency.
+    public var frontierJitter: Double?
+
+    public static let latencySlackMs = 0.5
+    public static let jitterSlack = 1.02
+
+    /// The Pareto points of a sweep (lower latency and lower jitter),
+    /// ordered by latency.
+    public static func pareto(_ sweep: [LabRow]) -> [LabRow] {
+        var best = Double.infinity
+        var out: [LabRow] = []
+        for r in sweep.sorted(by: { $0.scores.latencyMsP95 < $1.scores.latencyMsP95 }) where r.scores.jitterRatio < best {
+            best = r.scores.jitterRatio
+            out.append(r)
+        }
+        return out
+    }
+
+    public init(row: LabRow, sweep: [LabRow]) {
+        scenario = row.scenario; policy = row.policy
+        latencyMsP95 = row.scores.latencyMsP95; jitterRatio = row.scores.jitterRatio
+        dominatedBy = sweep.first {
+            $0.scores.latencyMsP95 <= latencyMsP95 + Self.latencySlackMs && $0.scores.jitterRatio <= jitterRatio * Self.jitterSlack
+        }?.policy
+        let front = Self.pareto(sweep)
+        frontierJitter = nil
+        for (k, p) in front.enumerated() where p.scores.latencyMsP95 <= latencyMsP95 {
+            if k + 1 < front.count, front[k + 1].scores.latencyMsP95 > latencyMsP95 {
+                let a = p.scores, b = front[k + 1].scores
+                let f = (latencyMsP95 - a.latencyMsP95) / (b.latencyMsP95 - a.latencyMsP95)
+                frontierJitter = a.jitterRatio + f * (b.jitterRatio - a.jitterRatio)
+            } else {
+                frontierJitter = p.scores.jitterRatio
+            }
+        }
+    }
+
+    public var text: String {
+        let fj = frontierJitter.map { String(format: "%.3f", $0) } ?? "none (below the sweep)"
+        let dom = dominatedBy.map { "DOMINATED by \($0)" } ?? "not dominated"
+        return "\(scenario) \(policy): p95 \(String(format: "%.2f", latencyMsP95)) ms, jitter \(String(format: "%.3f", jitterRatio)); frontier jitter at that latency \(fj); \(dom)"
+    }
+}
+
+extension LabSVG {
+    /// The fixed-delay frontier of each scenario or trace (p95 latency
+    /// against jitter ratio, the `fixed:MS` sweep as a line) with the other
+    /// policies as points; one panel per scenario.
+    public static func frontier(rows: [LabRow], title: String) -> String {
+        var order: [String] = []
+        for r in rows where !order.contains(r.scenario) { order.append(r.scenario) }
+        let cols = min(3, max(1, order.count)), pw = 320.0, ph = 240.0
+        let W = Double(cols) * pw + 40, H = Double((order.count + cols - 1) / cols) * ph + 90
+        var out = """
+        <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(W))" height="\(Int(H))" viewBox="0 0 \(Int(W)) \(Int(H))" font-family="sans-serif" font-size="11">
+        <rect width="100%" height="100%" fill="white"/>
+        <text x="20" y="26" font-size="16" font-weight="bold">\(esc(title))</text>
+        <text x="20" y="44">x: p95 added latency (ms), y: jitter ratio; line: fixed:0..100 ms (the same policy, delay pinned); points: the other policies</text>
+
+        """
+        var others: [String] = []
+        for r in rows where !r.policy.hasPrefix("fixed:") && !others.contains(r.policy) { others.append(r.policy) }
+        for (n, sc) in order.enumerated() {
+            let ox = 20 + Double(n % cols) * pw, oy = 60 + Double(n / cols) * ph
+            let x0 = ox + 40, x1 = ox + pw - 20, y0 = oy + 20, y1 = oy + ph - 40
+            let mine = rows.filter { $0.scenario == sc }
+            let sweep = mine.filter { $0.policy.hasPrefix("fixed:") }.sorted { $0.scores.latencyMsP95 < $1.scores.latencyMsP95 }
+            let lmax = max(1, mine.map(\.scores.latencyMsP95).max() ?? 1) * 1.05
+            let jmax = max(0.01, mine.map(\.scores.jitterRatio).max() ?? 0.01) * 1.1
+            func qx(_ l: Double) -> Double { x0 + l / lmax * (x1 - x0) }
+            func qy(_ j: Double) -> Double { y1 - j / jmax * (y1 - y0) }
+            out += "<text x=\"\(f(ox + 40))\" y=\"\(f(oy + 12))\" font-weight=\"bold\">\(esc(sc))</text>\n"
+            out += axes(x0: x0, x1: x1, y0: y0, y1: y1)
+            let sx = step(lmax, ticks: 4), sy = step(jmax, ticks: 4)
+            var v = 0.0
+            while v <= lmax { out += "<text x=\"\(f(qx(v)))\" y=\"\(f(y1 + 14))\" text-anchor=\"middle\">\(Int(v))</text>\n"; v += sx }
+            v = 0
+            while v <= jmax { out += "<text x=\"\(f(x0 - 4))\" y=\"\(f(qy(v) + 4))\" text-anchor=\"end\">\(String(format: "%.2f", v))</text>\n"; v += sy }
+            let pts = sweep.map { "\(f(qx($0.scores.latencyMsP95))),\(f(qy($0.scores.jitterRatio)))" }.joined(separator: " ")
+            out += "<polyline points=\"\(pts)\" fill=\"none\" stroke=\"#7f7f7f\" stroke-width=\"1.5\"/>\n"
+            for r in sweep { out += "<circle cx=\"\(f(qx(r.scores.latencyMsP95)))\" cy=\"\(f(qy(r.scores.jitterRatio)))\" r=\"2\" fill=\"#7f7f7f\"/>\n" }
+            for (k, p) in others.enumerated() {
+                guard let r = mine.first(where: { $0.policy == p }) else { continue }
+                let c = colors[k % colors.count]
+                out += "<circle cx=\"\(f(qx(r.scores.latencyMsP95)))\" cy=\"\(f(qy(r.scores.jitterRatio)))\" r=\"4.5\" fill=\"\(c)\"><title>\(esc(p))</title></circle>\n"
+            }
+        }
+        // Legend.
+        var lx = 20.0
+        let ly = H - 12
+        out += "<line x1=\"\(f(lx))\" y1=\"\(f(ly - 4))\" x2=\"\(f(lx + 18))\" y2=\"\(f(ly - 4))\" stroke=\"#7f7f7f\" stroke-width=\"1.5\"/><text x=\"\(f(lx + 22))\" y=\"\(f(ly))\">fixed:MS</text>\n"
+        lx += 90
+        for (k, p) in others.enumerated() {
+            out += "<circle cx=\"\(f(lx + 5))\" cy=\"\(f(ly - 4))\" r=\"4.5\" fill=\"\(colors[k % colors.count])\"/><text x=\"\(f(lx + 14))\" y=\"\(f(ly))\">\(esc(p))</text>\n"
+            lx += 30 + Double(p.count) * 7
+        }
+        return out + "</svg>\n"
+    }
+}

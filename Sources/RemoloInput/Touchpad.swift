@@ -1,0 +1,552 @@
+/// A touch surface's size, and how its device units map to millimetres.
+public struct TouchpadGeometry: Equatable, Sendable {
+    public var widthMm: Double
+    public var heightMm: Double
+    /// Device units per millimetre and the device's minimum, per axis (the
+    /// kernel's ABS resolution and minimum); 1 and 0 when the samples are
+    /// already in millimetres.
+    public var unitsPerMmX: Double = 1
+    public var unitsPerMmY: Double = 1
+    public var originX: Int32 = 0
+    public var originY: Int32 = 0
+
+    /// A surface measured in millimetres (a phone screen, a test).
+    public init(widthMm: Double, heightMm: Double) throws(InputConfigError) {
+        guard widthMm.isFinite, heightMm.isFinite, widthMm >= 10, heightMm >= 10, widthMm <= 1000, heightMm <= 1000 else {
+            throw InputConfigError("touch surface \(widthMm) x \(heightMm) mm is not a touchpad; give its size in millimetres, 10-1000 each way (e.g. 100 x 60)")
+        }
+        self.widthMm = widthMm
+        self.heightMm = heightMm
+    }
+
+    /// A touchpad as the kernel describes it: `ABS_MT_POSITION_X/Y` minimum,
+    /// maximum and resolution (units per millimetre).
+    public init(xMinimum: Int32, xMaximum: Int32, xResolution: Int32,
+                yMinimum: Int32, yMaximum: Int32, yResolution: Int32) throws(InputConfigError) {
+        guard xResolution > 0, yResolution > 0 else {
+            throw InputConfigError("the touchpad reports no resolution (units per mm); without it distances are unknown: give its size in millimetres instead")
+        }
+        guard xMaximum > xMinimum, yMaximum > yMinimum else {
+            throw InputConfigError("the touchpad's range \(xMinimum)...\(xMaximum) x \(yMinimum)...\(yMaximum) is empty; check the device's ABS_MT_POSITION ranges")
+        }
+        try self.init(widthMm: Double(Int64(xMaximum) - Int64(xMinimum)) / Double(xResolution),
+                      heightMm: Double(Int64(yMaximum) - Int64(yMinimum)) / Double(yResolution))
+        unitsPerMmX = Double(xResolution)
+        unitsPerMmY = Double(yResolution)
+        originX = xMinimum
+        originY = yMinimum
+    }
+
+    /// A position in device units, in millimetres from the top-left corner.
+    public func millimetres(x: Int32, y: Int32) -> (x: Double, y: Double) {
+        (Double(Int64(x) - Int64(originX)) / unitsPerMmX, Double(Int64(y) - Int64(originY)) / unitsPerMmY)
+    }
+}
+
+/// How the touchpad's gestures are told apart. The thresholds are
+/// libinput's (src/evdev-mt-touchpad-tap.c, -buttons.c, -thumb.c), so a
+/// pad feels the same here as under a Linux desktop.
+public struct TouchpadConfig: Equatable, Sendable {
+    public var geometry: TouchpadGeometry
+    public var tapToClick = true
+    /// Tap, then touch again and move: the button stays down while the
+    /// finger moves.
+    public var tapAndDrag = true
+    /// After a tap-and-drag lifts, the button stays down this much longer so
+    /// the finger can be put back down to carry on.
+    public var dragLock = true
+
+    /// A tap: every finger lifts within this time of the last one touching.
+    /// libinput: DEFAULT_TAP_TIMEOUT_PERIOD, 180 ms.
+    public var tapTimeoutUs: UInt64 = 180_000
+    /// ... and no finger moves further than this from where it touched.
+    /// Older libinput used TP_MM_TO_DPI_NORMALIZED(3), 3 mm; current libinput
+    /// uses 1.3 mm (DEFAULT_TAP_MOVE_THRESHOLD); 3 mm suits a glass surface with
+    /// no pressure threshold, where the contact's centre wanders as the
+    /// fingertip flattens. Motion is held back (not lost) while a tap is
+    /// still possible, and sent as soon as it is not.
+    public var tapMoveThresholdMm: Double = 3
+    /// After an n-finger tap, a touch within base + n * per-finger starts a
+    /// drag (libinput: DEFAULT_DRAG_TIMEOUT_PERIOD_BASE 160 ms,
+    /// _PERFINGER 20 ms: 180 ms after a one-finger tap). The tap's release
+    /// is sent when this runs out.
+    public var dragTimeoutBaseUs: UInt64 = 160_000
+    public var dragTimeoutPerFingerUs: UInt64 = 20_000
+    /// libinput: DEFAULT_DRAGLOCK_TIMEOUT_PERIOD, 300 ms.
+    public var dragLockTimeoutUs: UInt64 = 300_000
+    /// The button area along the bottom edge, as a fraction of the height.
+    /// A contact that lands there is a resting thumb or palm: it neither
+    /// moves the pointer nor counts as a finger for taps and scrolling,
+    /// until it moves up out of the area. libinput's soft buttons take the
+    /// bottom 15% (at most 10 mm) and its thumb lines sit at 85% and 92% of
+    /// the height; 12% is between the two.
+    public var buttonAreaFraction: Double = 0.12
+    /// A click with a finger in the button area right of this fraction of
+    /// the width is a right click (libinput's soft buttons: the right half).
+    public var rightButtonLeftFraction: Double = 0.5
+    /// The scrolling speed at lift is the motion of this last stretch.
+    public var glideWindowUs: UInt64 = 50_000
+    /// A lift slower than this (finger space) is a placement, not a flick:
+    /// no momentum.
+    public var glideMinimumMmPerSecond: Double = 10
+
+    public init(geometry: TouchpadGeometry) { self.geometry = geometry }
+
+    /// Checks every setting; the error names the one to change.
+    public func validated() throws(InputConfigError) -> TouchpadConfig {
+        guard (20_000...1_000_000).contains(tapTimeoutUs) else {
+            throw InputConfigError("tap timeout \(tapTimeoutUs) us is outside 20 000-1 000 000; 180 000 is libinput's")
+        }
+        guard tapMoveThresholdMm.isFinite, tapMoveThresholdMm > 0, tapMoveThresholdMm <= 20 else {
+            throw InputConfigError("tap move threshold \(tapMoveThresholdMm) mm is outside 0-20; 3 is the default, 1.3 libinput's")
+        }
+        guard dragTimeoutBaseUs + 3 * dragTimeoutPerFingerUs <= 2_000_000, dragLockTimeoutUs <= 5_000_000 else {
+            throw InputConfigError("drag timeouts over 2 s (drag) or 5 s (drag lock) leave a button down long after the finger lifted; use 160 000 + 20 000 and 300 000 us")
+        }
+        guard buttonAreaFraction.isFinite, (0...0.5).contains(buttonAreaFraction) else {
+            throw InputConfigError("button area \(buttonAreaFraction) of the height is outside 0-0.5; 0.12 is the default")
+        }
+        guard rightButtonLeftFraction.isFinite, (0...1).contains(rightButtonLeftFraction) else {
+            throw InputConfigError("right-button edge \(rightButtonLeftFraction) of the width is outside 0-1; 0.5 is the default")
+        }
+        guard (1_000...500_000).contains(glideWindowUs), glideMinimumMmPerSecond.isFinite, glideMinimumMmPerSecond >= 0 else {
+            throw InputConfigError("glide window \(glideWindowUs) us must be 1 000-500 000 and the glide minimum a speed >= 0; the defaults are 50 000 us and 10 mm/s")
+        }
+        return self
+    }
+
+    /// Contacts at or below this y (mm) are in the button area.
+    public var buttonAreaTopMm: Double { geometry.heightMm * (1 - buttonAreaFraction) }
+}
+
+/// One contact of a multi-touch surface at one moment: the kernel's slot,
+/// its position in millimetres from the top-left corner (x right, y down),
+/// and whether it is touching. A slot that stops touching has lifted; its
+/// position is then ignored.
+public struct ContactSample: Equatable, Sendable {
+    public var slot: Int32
+    public var xMm: Double
+    public var yMm: Double
+    public var isTouching: Bool
+    /// Sender clock, microseconds.
+    public var timeUs: UInt64
+
+    public init(slot: Int32, xMm: Double, yMm: Double, isTouching: Bool, timeUs: UInt64) {
+        self.slot = slot
+        self.xMm = xMm
+        self.yMm = yMm
+        self.isTouching = isTouching
+        self.timeUs = timeUs
+    }
+}
+
+/// What the touchpad means, in finger space (millimetres, x right, y down),
+/// before any curve or scroll setting.
+public enum TouchpadEvent: Equatable, Sendable {
+    /// Pointer motion of one contact's sample, which took `intervalUs` since
+    /// that contact's previous sample (the speed the curve needs).
+    case motion(dxMm: Double, dyMm: Double, intervalUs: UInt64, atUs: UInt64)
+    /// Two-finger scroll: each contact's sample brings half its motion, so
+    /// the sum is the mean motion of the two.
+    case scroll(dxMm: Double, dyMm: Double, atUs: UInt64)
+    case button(ButtonChange)
+    /// The scrolling fingers lifted at this velocity: momentum starts.
+    case glide(vxMmPerSecond: Double, vyMmPerSecond: Double, atUs: UInt64)
+    /// A finger touched: momentum stops.
+    case touchDown(atUs: UInt64)
+}
+
+/// Turns contact samples and the clickpad's physical button into pointer
+/// motion, scrolling and button changes: one finger moves, two scroll, taps
+/// click (one finger left, two right, three middle), tap-and-drag with drag
+/// lock, clickpad clicks (right with two fingers or in the bottom-right
+/// area, middle with three), click-and-hold drag, and a thumb or palm
+/// resting in the button area is ignored.
+///
+/// Time only comes from the samples and from `advance(toUs:)`: timeouts
+/// fire, stamped with their own deadline, when a later time is seen.
+/// Samples must come in time order; an earlier time counts as the latest
+/// time seen.
+public struct TouchpadRecognizer: Sendable {
+    public let config: TouchpadConfig
+
+    struct Contact: Sendable {
+        var slot: Int32
+        var x: Double
+        var y: Double
+        var startX: Double
+        var startY: Double
+        var lastUs: UInt64
+        /// In the button area since it landed: not a finger yet.
+        var resting: Bool
+        /// Down when the recognizer was reset: ignored until it lifts.
+        var ignored = false
+    }
+
+    enum DecidingKind: Sendable, Equatable {
+        /// Fingers touched from idle: a tap, or the start of a movement.
+        case fresh
+        /// A touch after a one-finger tap (left held): a double tap or a drag.
+        case afterTap
+        /// A touch during drag lock (left held): a tap ends the drag,
+        /// movement carries on with it.
+        case dragLock
+    }
+
+    struct Deciding: Sendable, Equatable {
+        var kind: DecidingKind
+        var startUs: UInt64
+        var lastTouchUs: UInt64
+        var maxFingers: Int
+        var anyLifted = false
+    }
+
+    enum Phase: Sendable, Equatable {
+        case idle
+        /// A tap is still possible: motion is held back.
+        case deciding(Deciding)
+        /// Not a tap: fingers move and scroll.
+        case moving
+        /// Left is down after a one-finger tap until the deadline.
+        case tapped(deadlineUs: UInt64)
+        /// Left is down, the finger moves it.
+        case dragging
+        /// Left is down, the finger lifted; a touch before the deadline goes on.
+        case dragLockWait(deadlineUs: UInt64)
+        /// Nothing taps until every finger has lifted.
+        case dead
+    }
+
+    private var contacts: [Contact] = []
+    private(set) var phase: Phase = .idle
+    private var held: [TouchpadEvent] = []
+    private var physical: Button?
+    /// This touch sequence has scrolled: a finger left alone does not move
+    /// the pointer until all lift.
+    private var scrolled = false
+    private var scrollHistory: [(timeUs: UInt64, dx: Double, dy: Double)] = []
+    private var nowUs: UInt64 = 0
+    private var out: [TouchpadEvent] = []
+
+    public init(config: TouchpadConfig) throws(InputConfigError) {
+        self.config = try config.validated()
+    }
+
+    /// Fingers that count (not resting, not ignored).
+    private var activeCount: Int { contacts.reduce(0) { $0 + ($1.resting || $1.ignored ? 0 : 1) } }
+
+    /// Whether the recognizer holds a button it will release by itself.
+    public var holdsTapButton: Bool {
+        switch phase {
+        case .tapped, .dragging, .dragLockWait: return true
+        case .deciding(let d): return d.kind != .fresh
+        default: return false
+        }
+    }
+
+    /// Fires the timeouts due by `timeUs`.
+    public mutating func advance(toUs timeUs: UInt64) -> [TouchpadEvent] {
+        nowUs = max(nowUs, timeUs)
+        fireTimers()
+        return drain()
+    }
+
+    /// One contact sample.
+    public mutating func contact(_ s: ContactSample) -> [TouchpadEvent] {
+        nowUs = max(nowUs, s.timeUs)
+        fireTimers()
+        let t = nowUs
+        if let i = contacts.firstIndex(where: { $0.slot == s.slot }) {
+            if s.isTouching { move(i, s.xMm, s.yMm, t) } else { lift(i, t) }
+        } else if s.isTouching {
+            touchDown(s, t)
+        }
+        return drain()
+    }
+
+    /// The clickpad's physical button.
+    public mutating func physicalButton(isDown: Bool, atUs timeUs: UInt64) -> [TouchpadEvent] {
+        nowUs = max(nowUs, timeUs)
+        fireTimers()
+        let t = nowUs
+        if isDown {
+            guard physical == nil else { return drain() }
+            // A click ends any tap or drag (libinput: TAP_EVENT_BUTTON), and
+            // motion held for a tap is real motion after all.
+            if holdsTapButton { emit(.button(ButtonChange(.left, isDown: false, timeUs: t))) }
+            flushHeld()
+            phase = activeCount > 0 ? .dead : .idle
+            let b = clickButton()
+            physical = b
+            emit(.button(ButtonChange(b, isDown: true, timeUs: t)))
+        } else if let b = physical {
+            physical = nil
+            emit(.button(ButtonChange(b, isDown: false, timeUs: t)))
+        }
+        return drain()
+    }
+
+    /// Forgets every state (device gone, grab ended): fingers still down
+    /// are ignored until they lift, nothing held is sent and no timeout
+    /// fires. The caller releases the buttons (`Framer.releaseAll`).
+    public mutating func reset() {
+        for i in contacts.indices { contacts[i].ignored = true }
+        phase = .idle
+        held.removeAll()
+        physical = nil
+        scrolled = false
+        scrollHistory.removeAll()
+        out.removeAll()
+    }
+
+    // MARK: - Contacts
+
+    private mutating func touchDown(_ s: ContactSample, _ t: UInt64) {
+        emit(.touchDown(atUs: t))
+        let resting = s.yMm >= config.buttonAreaTopMm
+        contacts.append(Contact(slot: s.slot, x: s.xMm, y: s.yMm, startX: s.xMm, startY: s.yMm,
+                                lastUs: t, resting: resting))
+        if !resting { fingerLanded(t) }
+    }
+
+    private mutating func fingerLanded(_ t: UInt64) {
+        let n = activeCount
+        if physical != nil {
+            if phase == .idle { phase = .dead }
+            return
+        }
+        switch phase {
+        case .idle:
+            phase = config.tapToClick
+                ? .deciding(Deciding(kind: .fresh, startUs: t, lastTouchUs: t, maxFingers: n))
+                : .moving
+        case .deciding(var d):
+            if d.kind == .fresh {
+                if d.anyLifted {
+                    decidingFails()
+                } else {
+                    d.maxFingers = max(d.maxFingers, n)
+                    d.lastTouchUs = t
+                    phase = .deciding(d)
+                }
+            } else {
+                // Only one finger starts a drag or a double tap.
+                emit(.button(ButtonChange(.left, isDown: false, timeUs: t)))
+                flushHeld()
+                phase = .dead
+            }
+        case .tapped:
+            phase = .deciding(Deciding(kind: .afterTap, startUs: t, lastTouchUs: t, maxFingers: n))
+        case .dragLockWait:
+            phase = .deciding(Deciding(kind: .dragLock, startUs: t, lastTouchUs: t, maxFingers: n))
+        case .moving, .dragging, .dead:
+            break
+        }
+    }
+
+    private mutating func move(_ i: Int, _ x: Double, _ y: Double, _ t: UInt64) {
+        var c = contacts[i]
+        let dx = x - c.x, dy = y - c.y
+        let interval = t - min(t, c.lastUs)
+        c.x = x
+        c.y = y
+        c.lastUs = t
+        if c.ignored { contacts[i] = c; return }
+        if c.resting {
+            if y < config.buttonAreaTopMm {
+                // Up out of the button area: a finger from here on, with
+                // no jump for the way it came.
+                c.resting = false
+                c.startX = x
+                c.startY = y
+                contacts[i] = c
+                fingerEscaped(t)
+            } else {
+                contacts[i] = c
+            }
+            return
+        }
+        contacts[i] = c
+        route(i, dx, dy, interval, t)
+        if case .deciding = phase {
+            let ex = x - c.startX, ey = y - c.startY
+            if (ex * ex + ey * ey).squareRoot() > config.tapMoveThresholdMm { decidingFails() }
+        }
+    }
+
+    /// A resting contact became a finger by moving: it is already moving,
+    /// so it cannot tap.
+    private mutating func fingerEscaped(_ t: UInt64) {
+        if physical != nil { if phase == .idle { phase = .dead }; return }
+        switch phase {
+        case .idle: phase = .moving
+        case .deciding: decidingFails()
+        case .tapped, .dragLockWait: phase = .dragging
+        case .moving, .dragging, .dead: break
+        }
+    }
+
+    private mutating func route(_ i: Int, _ dx: Double, _ dy: Double, _ interval: UInt64, _ t: UInt64) {
+        var ev: TouchpadEvent?
+        let n = activeCount
+        let first = contacts.firstIndex { !$0.resting && !$0.ignored }
+        if physical != nil {
+            // Click-and-hold drag: the clicking finger stays still, any
+            // finger that moves carries the pointer.
+            ev = .motion(dxMm: dx, dyMm: dy, intervalUs: interval, atUs: t)
+        } else {
+            let dragLike: Bool
+            switch phase {
+            case .dragging: dragLike = true
+            case .deciding(let d): dragLike = d.kind != .fresh
+            default: dragLike = false
+            }
+            if dragLike {
+                if i == first { ev = .motion(dxMm: dx, dyMm: dy, intervalUs: interval, atUs: t) }
+            } else if n == 1 && !scrolled {
+                ev = .motion(dxMm: dx, dyMm: dy, intervalUs: interval, atUs: t)
+            } else if n == 2 {
+                scrolled = true
+                let sx = dx / 2, sy = dy / 2
+                scrollHistory.append((t, sx, sy))
+                let horizon = t - min(t, config.glideWindowUs)
+                scrollHistory.removeAll { $0.timeUs <= horizon }
+                ev = .scroll(dxMm: sx, dyMm: sy, atUs: t)
+            }
+        }
+        guard let ev else { return }
+        if case .deciding = phase { held.append(ev) } else { emit(ev) }
+    }
+
+    private mutating func lift(_ i: Int, _ t: UInt64) {
+        let c = contacts.remove(at: i)
+        if c.resting || c.ignored { return }
+        let n = activeCount
+        if scrolled && n == 1 { glide(t) }
+        switch phase {
+        case .deciding(var d):
+            if n > 0 {
+                d.anyLifted = true
+                phase = .deciding(d)
+            } else {
+                held.removeAll()   // a tap's wobble is not motion
+                switch d.kind {
+                case .fresh:
+                    tap(fingers: d.maxFingers, t)
+                case .afterTap:
+                    // Double tap: the first click ends when the second touch
+                    // landed, the second is held for a possible drag.
+                    emit(.button(ButtonChange(.left, isDown: false, timeUs: d.startUs)))
+                    emit(.button(ButtonChange(.left, isDown: true, timeUs: t)))
+                    phase = .tapped(deadlineUs: t + dragTimeoutUs(fingers: 1))
+                case .dragLock:
+                    emit(.button(ButtonChange(.left, isDown: false, timeUs: t)))
+                    phase = .idle
+                }
+            }
+        case .dragging:
+            if n == 0 {
+                if config.dragLock {
+                    phase = .dragLockWait(deadlineUs: t + config.dragLockTimeoutUs)
+                } else {
+                    emit(.button(ButtonChange(.left, isDown: false, timeUs: t)))
+                    phase = .idle
+                }
+            }
+        case .moving, .dead:
+            if n == 0 { phase = .idle }
+        case .idle, .tapped, .dragLockWait:
+            break
+        }
+        if n == 0 {
+            scrolled = false
+            scrollHistory.removeAll()
+        }
+    }
+
+    private func dragTimeoutUs(fingers: Int) -> UInt64 {
+        config.dragTimeoutBaseUs + UInt64(fingers) * config.dragTimeoutPerFingerUs
+    }
+
+    private mutating func tap(fingers: Int, _ t: UInt64) {
+        switch fingers {
+        case 1:
+            emit(.button(ButtonChange(.left, isDown: true, timeUs: t)))
+            if config.tapAndDrag {
+                phase = .tapped(deadlineUs: t + dragTimeoutUs(fingers: 1))
+            } else {
+                emit(.button(ButtonChange(.left, isDown: false, timeUs: t)))
+                phase = .idle
+            }
+        case 2, 3:
+            let b: Button = fingers == 2 ? .right : .middle
+            emit(.button(ButtonChange(b, isDown: true, timeUs: t)))
+            emit(.button(ButtonChange(b, isDown: false, timeUs: t)))
+            phase = .idle
+        default:
+            phase = .idle
+        }
+    }
+
+    /// The velocity of the last `glideWindowUs` of scrolling, if the
+    /// fingers were still moving when they lifted.
+    private mutating func glide(_ t: UInt64) {
+        let horizon = t - min(t, config.glideWindowUs)
+        let recent = scrollHistory.filter { $0.timeUs > horizon }
+        scrollHistory.removeAll()
+        guard !recent.isEmpty else { return }
+        let seconds = Double(config.glideWindowUs) / 1_000_000
+        let vx = recent.reduce(0) { $0 + $1.dx } / seconds
+        let vy = recent.reduce(0) { $0 + $1.dy } / seconds
+        guard (vx * vx + vy * vy).squareRoot() >= config.glideMinimumMmPerSecond else { return }
+        emit(.glide(vxMmPerSecond: vx, vyMmPerSecond: vy, atUs: t))
+    }
+
+    // MARK: - Buttons and timeouts
+
+    /// Which button a clickpad press means.
+    private func clickButton() -> Button {
+        let n = activeCount
+        if n >= 3 { return .middle }
+        if n == 2 { return .right }
+        let top = config.buttonAreaTopMm
+        let right = config.geometry.widthMm * config.rightButtonLeftFraction
+        if contacts.contains(where: { !$0.ignored && $0.y >= top && $0.x >= right }) { return .right }
+        return .left
+    }
+
+    private mutating func decidingFails() {
+        guard case .deciding(let d) = phase else { return }
+        phase = d.kind == .fresh ? .moving : .dragging
+        flushHeld()
+    }
+
+    private mutating func fireTimers() {
+        while true {
+            switch phase {
+            case .deciding(let d) where d.lastTouchUs + config.tapTimeoutUs <= nowUs:
+                // Held too long for a tap: a touch after a tap becomes a drag
+                // even before it moves (libinput does the same).
+                decidingFails()
+            case .tapped(let deadline) where deadline <= nowUs,
+                 .dragLockWait(let deadline) where deadline <= nowUs:
+                emit(.button(ButtonChange(.left, isDown: false, timeUs: deadline)))
+                phase = activeCount > 0 ? .dead : .idle
+            default:
+                return
+            }
+        }
+    }
+
+    private mutating func flushHeld() {
+        out.append(contentsOf: held)
+        held.removeAll()
+    }
+
+    private mutating func emit(_ e: TouchpadEvent) { out.append(e) }
+
+    private mutating func drain() -> [TouchpadEvent] {
+        defer { out.removeAll(keepingCapacity: true) }
+        return out
+    }
+}
