@@ -22,6 +22,10 @@ let package = Package(
                        providers: [.apt(["liburing-dev"])]),
         .systemLibrary(name: "CEvdev", path: "CSources/CEvdev", pkgConfig: "libevdev",
                        providers: [.apt(["libevdev-dev"])]),
+        .systemLibrary(name: "COpenSSL", path: "CSources/COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CQREncode", path: "CSources/CQREncode", pkgConfig: "libqrencode",
+                       providers: [.apt(["libqrencode-dev"])]),
 
         // The hot path: playout core, datagram crypto, io_uring receive, uinput output.
         .target(
@@ -32,6 +36,15 @@ let package = Package(
             linkerSettings: [.linkedLibrary("sodium"), .linkedLibrary("uring"),
                              .linkedLibrary("evdev")]
         ),
+        // The web bridge: TLS, HTTP/1.1 and WebSocket for the phone page,
+        // relayed to the receiver's own ports (README, "The phone page").
+        .target(
+            name: "RemoloWebServer",
+            dependencies: ["COpenSSL", "CQREncode"],
+            path: "CSources/RemoloWebServer",
+            cSettings: strictC,
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("qrencode")]
+        ),
         // Counts heap allocations for Bench (malloc interposer, executable-local).
         .target(name: "BenchSupport", path: "Bench/Support"),
 
@@ -40,7 +53,8 @@ let package = Package(
         .target(name: "RemoloInput", path: "Sources/RemoloInput"),
 
         // The Swift layers, each depending only on those above it:
-        // RemoloSystem <- RemoloSession <- RemoloTrace <- Remolo <- RemoloLab <- remolo (Tests/Layers checks the graph).
+        // RemoloSystem <- RemoloSession <- RemoloTrace <- Remolo <- RemoloLab <- remolo (Tests/Layers checks the graph);
+        // RemoloSystem <- RemoloWeb <- remolo.
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
         .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
         .target(name: "RemoloTrace", path: "Sources/RemoloTrace"),
@@ -48,7 +62,10 @@ let package = Package(
                 path: "Sources/Remolo"),
         .target(name: "RemoloLab", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloCore"],
                 path: "Sources/RemoloLab", exclude: ["RESULTS.md", "figures"]),
-        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem"],
+        // The page's files (a resource bundle beside the binary) and the bridge's Swift face.
+        .target(name: "RemoloWeb", dependencies: ["RemoloSystem", "RemoloWebServer"], path: "Sources/RemoloWeb",
+                resources: [.copy("page")]),
+        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloWeb"],
                           path: "Sources/remolo"),
         .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
                           path: "Bench/Sources"),

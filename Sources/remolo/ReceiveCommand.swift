@@ -2,6 +2,7 @@ import Foundation
 import RemoloSession
 import RemoloSystem
 import Remolo
+import RemoloWeb
 
 // remolo receive: the receiver. TCP control and UDP datagrams on one port;
 // the pointer moves through a uinput device.
@@ -11,6 +12,7 @@ let defaultPort: UInt16 = 7420
 let receiveUsage = """
 usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--rt PRIORITY]
                       [--name NAME] [--sink FILE] [--seconds N] [--record-arrivals FILE]
+                      [--web [ADDR:]PORT]
 
   --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
               datagrams) (default 0.0.0.0:\(defaultPort))
@@ -18,7 +20,14 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
   --stats-json  print them as one JSON object per line (drop reasons as in
               the README: short, long, unknown_session, replay, bad_tag,
               bad_kind, bad_field)
-  --pair      also issue a pairing code now and print it
+  --pair      also issue a pairing code now and print it (with --web: as
+              the page's URL and a QR code for the phone's camera)
+  --web [ADDR:]PORT
+              serve the phone page over HTTPS on this port (e.g. 8443; the
+              address defaults to --listen's): the phone's browser becomes
+              the trackpad, speaking the same sealed protocol through a
+              WebSocket. The self-signed certificate is made on first use
+              (web-cert.pem, web-key.pem in the config directory)
   --rt        run the drain loop SCHED_FIFO at PRIORITY (1-99; needs CAP_SYS_NICE)
   --name      the pointer device's name (default "\(PointerDevice.defaultName)")
   --sink FILE write the pointer's evdev frames (struct input_event, one
@@ -46,6 +55,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var seconds: Double?
     var recordPath: String?
     var sinkPath: String?
+    var webArg: String?
     // The config file's options first: the command line's come later and win.
     var o = Options(receiveConfigWords(args) + args, usage: receiveUsage)
     while let flag = o.next() {
@@ -59,10 +69,12 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         case "--seconds": seconds = o.double(in: 0.001...1e9)
         case "--record-arrivals": recordPath = o.value()
         case "--sink": sinkPath = o.value()
+        case "--web": webArg = o.value()
         default: o.unknown()
         }
     }
     if statsJSON && statsEvery == nil { statsEvery = 1 }
+    let web = webArg.map { parseHostPort($0, what: "--web", defaultHost: host) }
     let (dir, identity) = loadIdentity()
 
     // SIGINT/SIGTERM end the receiver cleanly (sessions flushed, buttons
@@ -90,7 +102,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         let trust = try ReceiverTrust(identity: identity, directory: dir)
         if trust.authorizedSenders.entries.isEmpty && !pair {
             FileHandle.standardError.write(Data(("remolo: no sender is paired yet: run `remolo pair` "
-                + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender\n").utf8))
+                + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender, or `remolo receive --pair --web 8443` for a phone\n").utf8))
         }
         rx = try Receiver(host: host, port: port, trust: trust, output: output,
                           realtimePriority: rt, recordArrivals: recorder, onEvent: { say($0) })
@@ -106,10 +118,37 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     if rt > 0 && !rx.stats.realtime {
         say("note: SCHED_FIFO not granted (needs CAP_SYS_NICE); running with the default policy")
     }
+    var bridge: WebBridge?
+    var pageURL = ""
+    if let web {
+        // The bridge reaches the receiver on loopback when it listens on
+        // every address, else on the very address it listens on.
+        let target = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
+        do {
+            bridge = try WebBridge(host: web.host, port: web.port, receiverHost: target, receiverPort: rx.port,
+                                   configDirectory: dir.path)
+        } catch {
+            rx.stop()
+            fail("--web: \(error)", code: 1)
+        }
+        let shown = web.host == "0.0.0.0" || web.host == "::" ? (WebBridge.lanAddress() ?? "127.0.0.1") : web.host
+        pageURL = "https://\(shown.contains(":") ? "[\(shown)]" : shown):\(bridge!.port)/"
+        say("phone page: \(pageURL) (https; certificate SHA-256 \(bridge!.certificateFingerprint)"
+            + (bridge!.certificateCreated ? ", made now" : "") + ")")
+    }
     if pair {
         do {
-            say("pairing code: \(try rx.trust.pairing.issue().display)")
+            let code = try rx.trust.pairing.issue().display
+            say("pairing code: \(code)")
             say("(valid 5 minutes, for one sender)")
+            if bridge != nil {
+                // The code rides in the fragment, which the browser never
+                // sends over the network (RFC 3986 section 3.5).
+                let url = pageURL + "#pair=" + code
+                say("pair a phone: \(url)")
+                if let qr = WebBridge.qrCode(url) { print(qr, terminator: ""); fflush(nil) }
+                say("(the browser warns once about the self-signed certificate: see the README, \"The phone page\")")
+            }
         } catch {
             say("no pairing code: \(error)")
         }
@@ -138,7 +177,9 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         }
         if let s = seconds, Date().timeIntervalSince(start) >= s { break }
     }
+    bridge?.stop()
     rx.stop()
+    if let b = bridge { say("web: \(b.stats.json)") }
     say(statsJSON ? rx.stats.json : "final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
     if let r = recorder { say(r.summary) }
 }

@@ -1,0 +1,88 @@
+// The receiver's web bridge: HTTPS for the phone page's static files and a
+// WebSocket endpoint whose messages are relayed, unchanged, to the
+// receiver's own control port (TCP) and datagram port (UDP) on loopback.
+// Remolo's security is the Noise layer inside; TLS is what browsers demand
+// before they give a page WebCrypto (a secure context).
+#ifndef REMOLO_WEB_H
+#define REMOLO_WEB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// One static file of the page, served at `path` ("/app.js").
+struct remolo_web_file {
+    const char *path;
+    const char *content_type;
+    const uint8_t *data;
+    size_t length;
+};
+
+/// Bounds of the web port (README, "The phone page").
+enum {
+    REMOLO_WEB_MAX_CONNECTIONS = 32,       // TLS connections at once; more are closed at accept
+    REMOLO_WEB_SETUP_TIMEOUT_MS = 5000,    // TLS handshake + first request line and headers
+    REMOLO_WEB_KEEPALIVE_MS = 15000,       // idle HTTP/1.1 connection between requests
+    REMOLO_WEB_MAX_REQUEST = 8192,         // request line + headers
+    REMOLO_WEB_MAX_MESSAGE = 1024,         // one WebSocket message (a control frame is at most 538 bytes)
+};
+
+/// WebSocket message tags (first byte of every binary message, both ways).
+enum {
+    REMOLO_WEB_TAG_STREAM = 0x00,    // control-channel bytes (handshake, sealed control frames)
+    REMOLO_WEB_TAG_DATAGRAM = 0x01,  // exactly one 49-byte sealed pointer datagram
+};
+
+struct remolo_web_config {
+    const char *listen_host;   // "0.0.0.0", "::", or an address
+    uint16_t listen_port;      // 0: any
+    const char *target_host;   // the receiver, reached on loopback
+    uint16_t target_port;      // its TCP control and UDP datagram port
+    const char *cert_path;     // PEM certificate
+    const char *key_path;      // PEM private key (0600)
+    const struct remolo_web_file *files;
+    size_t file_count;
+};
+
+struct remolo_web_stats {
+    uint64_t connections;        // TCP connections accepted
+    uint64_t refused_full;       // closed at accept: REMOLO_WEB_MAX_CONNECTIONS live
+    uint64_t tls_failed;         // TLS handshake failed or timed out
+    uint64_t requests;           // HTTP requests answered (any status)
+    uint64_t not_found;          // 404
+    uint64_t bad_requests;       // 400, 403, 405, 426, 431, timeouts before a request
+    uint64_t websockets;         // WebSocket upgrades accepted
+    uint64_t ws_stream_messages; // relayed to the control port
+    uint64_t ws_datagrams;       // relayed as UDP datagrams
+    uint64_t ws_closed_protocol; // closed by us: bad frame, oversized, bad tag or length
+};
+
+struct remolo_web;
+
+/// Starts the server on its own threads. NULL on failure, with why (and
+/// what to do) in err.
+struct remolo_web *remolo_web_start(const struct remolo_web_config *config, char *err, size_t err_len);
+uint16_t remolo_web_port(const struct remolo_web *web);
+void remolo_web_get_stats(const struct remolo_web *web, struct remolo_web_stats *out);
+/// Closes every connection and frees the server.
+void remolo_web_stop(struct remolo_web *web);
+
+/// Makes the self-signed ECDSA P-256 certificate and its key (mode 0600)
+/// when either file is missing; refuses a key readable by others. The
+/// SHA-256 fingerprint of the certificate (95 chars "AB:CD:...") goes to
+/// fingerprint. 0 on success, -1 with err.
+int remolo_web_certificate(const char *cert_path, const char *key_path, int *created,
+                           char fingerprint[96], char *err, size_t err_len);
+
+/// The text as a QR code drawn with Unicode half blocks, two modules per
+/// character cell, light modules as blocks and a 4-module quiet zone;
+/// malloc'd, NULL on failure.
+char *remolo_web_qr(const char *text);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

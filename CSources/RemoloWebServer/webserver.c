@@ -1,0 +1,709 @@
+// The web bridge: TLS (RFC 8446, through OpenSSL), HTTP/1.1 for the page's
+// static files, and WebSocket (RFC 6455) connections relayed to the
+// receiver's own ports on loopback. One thread per connection, each
+// waiting in poll(2) on its TLS socket, its loopback socket and the stop
+// pipe, so nothing here ever blocks on a single peer.
+//
+// The bridge adds no security of its own and needs none: every byte it
+// relays is the page's Noise handshake, sealed control frames or sealed
+// datagrams, which the receiver checks exactly as it checks a native
+// sender's (same handshake caps and timeouts, same wire_open). What the
+// bridge does bound is its own resources: connections at once, time to a
+// first request, request and message sizes.
+#define _GNU_SOURCE
+#include "remolo_web.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+
+struct remolo_web {
+    int listen_fd;
+    int stop_pipe[2];            // readable once stopping: in every poll set
+    uint16_t port;
+    SSL_CTX *ctx;
+    struct sockaddr_storage target;
+    socklen_t target_len;
+    struct remolo_web_file *files;
+    size_t file_count;
+    pthread_t accept_thread;
+    atomic_int live;             // connection threads running
+    atomic_bool stopping;
+    struct {
+        _Atomic uint64_t connections, refused_full, tls_failed, requests, not_found, bad_requests,
+            websockets, ws_stream_messages, ws_datagrams, ws_closed_protocol;
+    } st;
+};
+
+struct conn {
+    struct remolo_web *web;
+    int fd;
+    SSL *ssl;
+    uint8_t in[REMOLO_WEB_MAX_REQUEST + REMOLO_WEB_MAX_MESSAGE + 16];
+    size_t in_len;
+};
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void set_err(char *err, size_t len, const char *what) {
+    if (!err || !len) return;
+    unsigned long e = ERR_get_error();
+    if (e) {
+        char buf[256];
+        ERR_error_string_n(e, buf, sizeof buf);
+        snprintf(err, len, "%s (%s)", what, buf);
+    } else if (errno) {
+        snprintf(err, len, "%s (%s)", what, strerror(errno));
+    } else {
+        snprintf(err, len, "%s", what);
+    }
+}
+
+// Waits until fd is ready for `events`, the stop pipe fires or the deadline
+// passes. 1 ready, 0 timeout or stop, -1 error.
+static int wait_fd(struct conn *c, short events, int64_t deadline) {
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0) return 0;
+        struct pollfd p[2] = {{.fd = c->fd, .events = events}, {.fd = c->web->stop_pipe[0], .events = POLLIN}};
+        int n = poll(p, 2, (int)left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        if (p[1].revents) return 0;
+        if (p[0].revents) return 1;
+    }
+}
+
+// Reads what TLS has now (at least one byte) into c->in. >0 bytes, 0 the
+// peer closed, -1 error or timeout.
+static ssize_t tls_read_some(struct conn *c, int64_t deadline) {
+    size_t room = sizeof c->in - c->in_len;
+    if (room == 0) return -1;
+    for (;;) {
+        int n = SSL_read(c->ssl, c->in + c->in_len, (int)room);
+        if (n > 0) { c->in_len += (size_t)n; return n; }
+        int e = SSL_get_error(c->ssl, n);
+        if (e == SSL_ERROR_ZERO_RETURN) return 0;
+        if (e == SSL_ERROR_WANT_READ) { if (wait_fd(c, POLLIN, deadline) <= 0) return -1; continue; }
+        if (e == SSL_ERROR_WANT_WRITE) { if (wait_fd(c, POLLOUT, deadline) <= 0) return -1; continue; }
+        return e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && errno == 0 ? 0 : -1;
+    }
+}
+
+static int tls_write_all(struct conn *c, const void *buf, size_t len, int64_t deadline) {
+    const uint8_t *p = buf;
+    while (len > 0) {
+        int n = SSL_write(c->ssl, p, (int)len);
+        if (n > 0) { p += n; len -= (size_t)n; continue; }
+        int e = SSL_get_error(c->ssl, n);
+        if (e == SSL_ERROR_WANT_WRITE) { if (wait_fd(c, POLLOUT, deadline) <= 0) return -1; continue; }
+        if (e == SSL_ERROR_WANT_READ) { if (wait_fd(c, POLLIN, deadline) <= 0) return -1; continue; }
+        return -1;
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------- HTTP/1.1
+
+static void respond(struct conn *c, int status, const char *reason, const char *extra, const char *body) {
+    char head[1024];
+    size_t blen = body ? strlen(body) : 0;
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n%s\r\n",
+                     status, reason, blen, extra ? extra : "");
+    atomic_fetch_add(&c->web->st.requests, 1);
+    if (status == 404) atomic_fetch_add(&c->web->st.not_found, 1);
+    else atomic_fetch_add(&c->web->st.bad_requests, 1);
+    int64_t deadline = now_ms() + 2000;
+    if (tls_write_all(c, head, (size_t)n, deadline) == 0 && blen) tls_write_all(c, body, blen, deadline);
+}
+
+// Case-insensitive header lookup in a NUL-terminated header block; copies
+// the trimmed value. 1 found.
+static int header(const char *headers, const char *name, char *out, size_t out_len) {
+    size_t nlen = strlen(name);
+    for (const char *line = headers; line && *line;) {
+        const char *end = strstr(line, "\r\n");
+        if (!end) break;
+        if ((size_t)(end - line) > nlen && strncasecmp(line, name, nlen) == 0 && line[nlen] == ':') {
+            const char *v = line + nlen + 1;
+            while (v < end && (*v == ' ' || *v == '\t')) v++;
+            const char *ve = end;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+            size_t l = (size_t)(ve - v);
+            if (l >= out_len) return 0;
+            memcpy(out, v, l);
+            out[l] = 0;
+            return 1;
+        }
+        line = end + 2;
+    }
+    return 0;
+}
+
+// A comma-separated header value contains token (case-insensitive), as
+// `Connection: keep-alive, Upgrade` does.
+static int has_token(const char *value, const char *token) {
+    size_t tl = strlen(token);
+    for (const char *p = value; *p;) {
+        while (*p == ' ' || *p == ',' || *p == '\t') p++;
+        const char *e = p;
+        while (*e && *e != ',') e++;
+        const char *te = e;
+        while (te > p && (te[-1] == ' ' || te[-1] == '\t')) te--;
+        if ((size_t)(te - p) == tl && strncasecmp(p, token, tl) == 0) return 1;
+        p = e;
+    }
+    return 0;
+}
+
+static const struct remolo_web_file *find_file(struct remolo_web *w, const char *path) {
+    for (size_t i = 0; i < w->file_count; i++)
+        if (strcmp(w->files[i].path, path) == 0) return &w->files[i];
+    return NULL;
+}
+
+static void websocket_session(struct conn *c, const char *key);
+
+// Serves requests on one connection until it closes, errs or idles.
+static void http_loop(struct conn *c) {
+    int64_t deadline = now_ms() + REMOLO_WEB_SETUP_TIMEOUT_MS;
+    for (;;) {
+        // One request: line and headers up to the blank line.
+        char *end = NULL;
+        while (!(end = memmem(c->in, c->in_len, "\r\n\r\n", 4))) {
+            if (c->in_len >= REMOLO_WEB_MAX_REQUEST) {
+                respond(c, 431, "Request Header Fields Too Large", NULL, "request headers over 8 KiB\n");
+                return;
+            }
+            ssize_t n = tls_read_some(c, deadline);
+            if (n <= 0) {
+                if (n < 0 && c->in_len > 0) atomic_fetch_add(&c->web->st.bad_requests, 1);
+                return;
+            }
+        }
+        size_t head_len = (size_t)(end - (char *)c->in) + 4;
+        if (head_len > REMOLO_WEB_MAX_REQUEST) {
+            respond(c, 431, "Request Header Fields Too Large", NULL, "request headers over 8 KiB\n");
+            return;
+        }
+        char req[REMOLO_WEB_MAX_REQUEST + 1];
+        memcpy(req, c->in, head_len);
+        req[head_len] = 0;
+        memmove(c->in, c->in + head_len, c->in_len - head_len);
+        c->in_len -= head_len;
+
+        char method[16], target[512], version[16];
+        if (sscanf(req, "%15s %511s %15s", method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
+            respond(c, 400, "Bad Request", NULL, "not an HTTP/1.1 request\n");
+            return;
+        }
+        const char *headers = strstr(req, "\r\n") + 2;
+        char v[256];
+        // No request here has a body; one announcing a body is refused
+        // rather than parsed (request smuggling has nowhere to start).
+        if (header(headers, "Content-Length", v, sizeof v) && strcmp(v, "0") != 0) {
+            respond(c, 400, "Bad Request", NULL, "no request body is accepted here\n");
+            return;
+        }
+        if (header(headers, "Transfer-Encoding", v, sizeof v)) {
+            respond(c, 400, "Bad Request", NULL, "no request body is accepted here\n");
+            return;
+        }
+        if (strcmp(method, "GET") != 0) {
+            respond(c, 405, "Method Not Allowed", "Allow: GET\r\n", "only GET is served here\n");
+            return;
+        }
+        char *q = strpbrk(target, "?#");
+        if (q) *q = 0;
+
+        if (strcmp(target, "/ws") == 0) {
+            // RFC 6455 section 4.2.1: a GET with Upgrade: websocket,
+            // Connection: Upgrade, a 16-byte base64 key and version 13.
+            char upgrade[64] = "", connection[256] = "", key[64] = "", ver[16] = "", origin[256], host[256];
+            header(headers, "Upgrade", upgrade, sizeof upgrade);
+            header(headers, "Connection", connection, sizeof connection);
+            header(headers, "Sec-WebSocket-Key", key, sizeof key);
+            header(headers, "Sec-WebSocket-Version", ver, sizeof ver);
+            if (strcasecmp(upgrade, "websocket") != 0 || !has_token(connection, "upgrade")) {
+                respond(c, 426, "Upgrade Required", "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n",
+                        "/ws is a WebSocket endpoint (RFC 6455); open the page at / instead\n");
+                return;
+            }
+            if (strcmp(ver, "13") != 0) {
+                respond(c, 426, "Upgrade Required", "Sec-WebSocket-Version: 13\r\n", "WebSocket version 13 only\n");
+                return;
+            }
+            if (strlen(key) != 24 || key[22] != '=' || key[23] != '=') {
+                respond(c, 400, "Bad Request", NULL, "Sec-WebSocket-Key must be 16 bytes in base64\n");
+                return;
+            }
+            // A browser always sends Origin; another site's page must not
+            // drive this endpoint (cross-site WebSocket use, RFC 6455
+            // section 10.2). Noise would refuse it anyway; this is cheaper.
+            if (header(headers, "Origin", origin, sizeof origin)) {
+                char expect[300];
+                if (!header(headers, "Host", host, sizeof host)) host[0] = 0;
+                snprintf(expect, sizeof expect, "https://%s", host);
+                if (strcasecmp(origin, expect) != 0) {
+                    respond(c, 403, "Forbidden", NULL, "WebSocket from another origin\n");
+                    return;
+                }
+            }
+            atomic_fetch_add(&c->web->st.requests, 1);
+            websocket_session(c, key);
+            return;
+        }
+
+        const struct remolo_web_file *f = find_file(c->web, strcmp(target, "/") == 0 ? "/index.html" : target);
+        if (!f) {
+            respond(c, 404, "Not Found", NULL, "no such file\n");
+            return;
+        }
+        char conn_hdr[64] = "";
+        int close_after = header(headers, "Connection", conn_hdr, sizeof conn_hdr) && has_token(conn_hdr, "close");
+        char head[1024];
+        // The page runs only its own scripts and talks only to this
+        // origin; no-cache so an upgraded receiver's page is fetched anew.
+        int n = snprintf(head, sizeof head,
+                         "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-cache\r\n"
+                         "Content-Security-Policy: default-src 'self'; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'\r\n"
+                         "X-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n%s\r\n",
+                         f->content_type, f->length, close_after ? "Connection: close\r\n" : "");
+        atomic_fetch_add(&c->web->st.requests, 1);
+        int64_t wd = now_ms() + 10000;
+        if (tls_write_all(c, head, (size_t)n, wd) != 0 || tls_write_all(c, f->data, f->length, wd) != 0) return;
+        if (close_after) return;
+        deadline = now_ms() + REMOLO_WEB_KEEPALIVE_MS;
+    }
+}
+
+// ---------------------------------------------------------------- WebSocket
+
+static int ws_send(struct conn *c, uint8_t opcode, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen) {
+    uint8_t h[10];
+    size_t hl = 2, len = alen + blen;
+    h[0] = 0x80 | opcode; // FIN; a server never masks (RFC 6455 section 5.1)
+    if (len < 126) h[1] = (uint8_t)len;
+    else if (len < 65536) { h[1] = 126; h[2] = (uint8_t)(len >> 8); h[3] = (uint8_t)len; hl = 4; }
+    else return -1;
+    uint8_t buf[10 + 4096 + 2];
+    if (hl + len > sizeof buf) return -1;
+    memcpy(buf, h, hl);
+    if (alen) memcpy(buf + hl, a, alen);
+    if (blen) memcpy(buf + hl + alen, b, blen);
+    return tls_write_all(c, buf, hl + len, now_ms() + 5000);
+}
+
+static void ws_close(struct conn *c, uint16_t code, const char *reason) {
+    uint8_t p[2] = {(uint8_t)(code >> 8), (uint8_t)code};
+    ws_send(c, 0x8, p, 2, (const uint8_t *)reason, strlen(reason));
+}
+
+static int connect_target(struct remolo_web *w, int type) {
+    int fd = socket(w->target.ss_family, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, (struct sockaddr *)&w->target, w->target_len) != 0) { close(fd); return -1; }
+    if (type == SOCK_STREAM) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+}
+
+static int send_all(int fd, const uint8_t *p, size_t len) {
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            if (poll(&pf, 1, 5000) <= 0) return -1;
+            continue;
+        }
+        if (n <= 0) return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+// Handles one whole message: tag 0x00 relays control-channel bytes to the
+// receiver's TCP port, tag 0x01 one sealed datagram to its UDP port.
+// Anything else is not ours to guess at: close 1008.
+static int ws_message(struct conn *c, int tcp, int udp, const uint8_t *m, size_t len) {
+    if (len >= 2 && m[0] == REMOLO_WEB_TAG_STREAM) {
+        atomic_fetch_add(&c->web->st.ws_stream_messages, 1);
+        return send_all(tcp, m + 1, len - 1) == 0 ? 0 : -2;
+    }
+    if (len == 1 + 49 && m[0] == REMOLO_WEB_TAG_DATAGRAM) {
+        atomic_fetch_add(&c->web->st.ws_datagrams, 1);
+        // One message, one datagram: the receiver's io_uring loop opens it
+        // like any other (and counts it by drop reason if it is not sound).
+        send(udp, m + 1, 49, MSG_NOSIGNAL | MSG_DONTWAIT);
+        return 0;
+    }
+    return -1;
+}
+
+static void websocket_session(struct conn *c, const char *key) {
+    struct remolo_web *w = c->web;
+    // Sec-WebSocket-Accept = base64(SHA-1(key || GUID)), RFC 6455 section 4.2.2.
+    char cat[128];
+    snprintf(cat, sizeof cat, "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
+    unsigned char sha[EVP_MAX_MD_SIZE];
+    unsigned int shalen = 0;
+    EVP_Digest(cat, strlen(cat), sha, &shalen, EVP_sha1(), NULL);
+    unsigned char accept[64];
+    EVP_EncodeBlock(accept, sha, (int)shalen);
+
+    int tcp = connect_target(w, SOCK_STREAM);
+    int udp = tcp >= 0 ? connect_target(w, SOCK_DGRAM) : -1;
+    if (udp < 0) {
+        respond(c, 503, "Service Unavailable", NULL, "the receiver's port does not answer\n");
+        if (tcp >= 0) close(tcp);
+        return;
+    }
+    char head[256];
+    int hn = snprintf(head, sizeof head,
+                      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
+    if (tls_write_all(c, head, (size_t)hn, now_ms() + 5000) != 0) goto out;
+    atomic_fetch_add(&w->st.websockets, 1);
+
+    uint8_t msg[REMOLO_WEB_MAX_MESSAGE];
+    size_t msg_len = 0;
+    int in_message = 0;
+    for (;;) {
+        // Parse every whole frame already read (RFC 6455 section 5.2).
+        for (;;) {
+            if (c->in_len < 2) break;
+            uint8_t b0 = c->in[0], b1 = c->in[1];
+            uint8_t op = b0 & 0x0f;
+            int fin = b0 >> 7;
+            if (b0 & 0x70) { ws_close(c, 1002, "no extension was negotiated"); goto protocol; }
+            if (!(b1 & 0x80)) { ws_close(c, 1002, "client frames must be masked"); goto protocol; }
+            uint64_t plen = b1 & 0x7f;
+            size_t hl = 2;
+            if (plen == 126) {
+                if (c->in_len < 4) break;
+                plen = ((uint64_t)c->in[2] << 8) | c->in[3];
+                hl = 4;
+            } else if (plen == 127) {
+                if (c->in_len < 10) break;
+                plen = 0;
+                for (int i = 0; i < 8; i++) plen = (plen << 8) | c->in[2 + i];
+                hl = 10;
+            }
+            // Sizes are checked from the header, before the payload is
+            // read: an oversized frame costs us 10 bytes, not its length.
+            if (op >= 0x8 && (plen > 125 || !fin)) { ws_close(c, 1002, "bad control frame"); goto protocol; }
+            if (plen + msg_len > REMOLO_WEB_MAX_MESSAGE) { ws_close(c, 1009, "message over 1024 bytes"); goto protocol; }
+            if (c->in_len < hl + 4 + plen) break;
+            uint8_t *mask = c->in + hl, *p = c->in + hl + 4;
+            for (uint64_t i = 0; i < plen; i++) p[i] ^= mask[i & 3];
+            size_t used = hl + 4 + (size_t)plen;
+            if (op == 0x8) { // close: answer with the same code, then end (section 5.5.1)
+                ws_send(c, 0x8, p, plen >= 2 ? 2 : 0, NULL, 0);
+                goto out;
+            } else if (op == 0x9) {
+                ws_send(c, 0xA, p, (size_t)plen, NULL, 0);
+            } else if (op == 0xA) {
+                // pong: nothing
+            } else if (op == 0x1) {
+                ws_close(c, 1003, "binary messages only");
+                goto protocol;
+            } else if (op == 0x2 || op == 0x0) {
+                if ((op == 0x2) == in_message) { ws_close(c, 1002, "bad fragmentation"); goto protocol; }
+                memcpy(msg + msg_len, p, (size_t)plen);
+                msg_len += (size_t)plen;
+                in_message = !fin;
+                if (fin) {
+                    int r = ws_message(c, tcp, udp, msg, msg_len);
+                    if (r == -1) { ws_close(c, 1008, "not a Remolo stream chunk or 49-byte datagram"); goto protocol; }
+                    if (r == -2) { ws_close(c, 1011, "the receiver closed the session"); goto out; }
+                    msg_len = 0;
+                }
+            } else {
+                ws_close(c, 1002, "unknown opcode");
+                goto protocol;
+            }
+            memmove(c->in, c->in + used, c->in_len - used);
+            c->in_len -= used;
+        }
+        // Wait for the browser, the receiver or the stop pipe.
+        struct pollfd p[3] = {{.fd = c->fd, .events = POLLIN}, {.fd = tcp, .events = POLLIN},
+                              {.fd = w->stop_pipe[0], .events = POLLIN}};
+        if (SSL_pending(c->ssl) == 0) {
+            int n = poll(p, 3, -1);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0 || p[2].revents) { ws_close(c, 1001, "the receiver is stopping"); goto out; }
+        } else {
+            p[0].revents = POLLIN;
+        }
+        if (p[1].revents) {
+            uint8_t buf[4096];
+            ssize_t n = recv(tcp, buf, sizeof buf, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                ws_close(c, 1000, "the receiver closed the session");
+                goto out;
+            }
+            if (n > 0) {
+                uint8_t tag = REMOLO_WEB_TAG_STREAM;
+                if (ws_send(c, 0x2, &tag, 1, buf, (size_t)n) != 0) goto out;
+            }
+        }
+        if (p[0].revents) {
+            int r = SSL_read(c->ssl, c->in + c->in_len, (int)(sizeof c->in - c->in_len));
+            if (r > 0) {
+                c->in_len += (size_t)r;
+            } else {
+                int e = SSL_get_error(c->ssl, r);
+                if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) goto out;
+            }
+        }
+    }
+protocol:
+    atomic_fetch_add(&w->st.ws_closed_protocol, 1);
+out:
+    close(udp);
+    close(tcp);
+}
+
+// ---------------------------------------------------------------- threads
+
+static void *conn_thread(void *arg) {
+    struct conn *c = arg;
+    struct remolo_web *w = c->web;
+    c->ssl = SSL_new(w->ctx);
+    if (c->ssl && SSL_set_fd(c->ssl, c->fd) == 1) {
+        int64_t deadline = now_ms() + REMOLO_WEB_SETUP_TIMEOUT_MS;
+        int ok = 0;
+        for (;;) {
+            int r = SSL_accept(c->ssl);
+            if (r == 1) { ok = 1; break; }
+            int e = SSL_get_error(c->ssl, r);
+            if (e == SSL_ERROR_WANT_READ && wait_fd(c, POLLIN, deadline) > 0) continue;
+            if (e == SSL_ERROR_WANT_WRITE && wait_fd(c, POLLOUT, deadline) > 0) continue;
+            break;
+        }
+        ERR_clear_error();
+        if (ok) {
+            http_loop(c);
+            SSL_shutdown(c->ssl);
+        } else {
+            atomic_fetch_add(&w->st.tls_failed, 1);
+        }
+    }
+    ERR_clear_error();
+    if (c->ssl) SSL_free(c->ssl);
+    close(c->fd);
+    free(c);
+    atomic_fetch_sub(&w->live, 1);
+    return NULL;
+}
+
+static void *accept_thread(void *arg) {
+    struct remolo_web *w = arg;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = w->listen_fd, .events = POLLIN}, {.fd = w->stop_pipe[0], .events = POLLIN}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR) break;
+        if (p[1].revents) break;
+        if (!p[0].revents) continue;
+        int fd = accept4(w->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) usleep(100000);
+            continue;
+        }
+        atomic_fetch_add(&w->st.connections, 1);
+        // A bound on connections, idle or not, so that many idle TLS
+        // connections cannot pin threads and memory; each one also has only
+        // REMOLO_WEB_SETUP_TIMEOUT_MS to finish TLS and send a request.
+        if (atomic_load(&w->live) >= REMOLO_WEB_MAX_CONNECTIONS) {
+            atomic_fetch_add(&w->st.refused_full, 1);
+            close(fd);
+            continue;
+        }
+        struct conn *c = calloc(1, sizeof *c);
+        if (!c) { close(fd); continue; }
+        c->web = w;
+        c->fd = fd;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        atomic_fetch_add(&w->live, 1);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 256 * 1024);
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old); // signals stay with the command's own thread
+        pthread_t t;
+        int r = pthread_create(&t, &attr, conn_thread, c);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+            atomic_fetch_sub(&w->live, 1);
+            close(fd);
+            free(c);
+        }
+    }
+    return NULL;
+}
+
+static int resolve(const char *host, uint16_t port, int passive, struct sockaddr_storage *out, socklen_t *len) {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICHOST | (passive ? AI_PASSIVE : 0)}, *res;
+    char ps[8];
+    snprintf(ps, sizeof ps, "%u", port);
+    if (getaddrinfo(host, ps, &hints, &res) != 0) {
+        hints.ai_flags &= ~AI_NUMERICHOST;
+        if (getaddrinfo(host, ps, &hints, &res) != 0) return -1;
+    }
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+static const char *file_err(const char *what, const char *path, char *buf, size_t len) {
+    snprintf(buf, len, "%s %s", what, path);
+    return buf;
+}
+
+struct remolo_web *remolo_web_start(const struct remolo_web_config *cfg, char *err, size_t err_len) {
+    char msg[600];
+    errno = 0;
+    // A browser that goes away mid-write must not end the receiver with
+    // SIGPIPE (OpenSSL writes to the socket with write(2)).
+    signal(SIGPIPE, SIG_IGN);
+    struct remolo_web *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->listen_fd = -1;
+    w->stop_pipe[0] = w->stop_pipe[1] = -1;
+    if (resolve(cfg->target_host, cfg->target_port, 0, &w->target, &w->target_len) != 0) {
+        snprintf(err, err_len, "cannot resolve the receiver's address %s", cfg->target_host);
+        goto fail;
+    }
+    w->ctx = SSL_CTX_new(TLS_server_method());
+    if (!w->ctx) { set_err(err, err_len, "TLS setup failed"); goto fail; }
+    // TLS 1.2 or 1.3 (RFC 8446); every browser with WebCrypto X25519 has 1.3.
+    SSL_CTX_set_min_proto_version(w->ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(w->ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_mode(w->ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (SSL_CTX_use_certificate_chain_file(w->ctx, cfg->cert_path) != 1) {
+        set_err(err, err_len, file_err("cannot load the web certificate", cfg->cert_path, msg, sizeof msg));
+        goto fail;
+    }
+    if (SSL_CTX_use_PrivateKey_file(w->ctx, cfg->key_path, SSL_FILETYPE_PEM) != 1 ||
+        SSL_CTX_check_private_key(w->ctx) != 1) {
+        set_err(err, err_len, file_err("cannot load the web key (delete it and its certificate to make new ones)",
+                                       cfg->key_path, msg, sizeof msg));
+        goto fail;
+    }
+    w->files = calloc(cfg->file_count ? cfg->file_count : 1, sizeof *w->files);
+    for (size_t i = 0; i < cfg->file_count; i++) {
+        struct remolo_web_file f = cfg->files[i];
+        uint8_t *d = malloc(f.length ? f.length : 1);
+        memcpy(d, f.data, f.length);
+        w->files[i] = (struct remolo_web_file){strdup(f.path), strdup(f.content_type), d, f.length};
+    }
+    w->file_count = cfg->file_count;
+
+    struct sockaddr_storage la;
+    socklen_t ll;
+    if (resolve(cfg->listen_host, cfg->listen_port, 1, &la, &ll) != 0) {
+        snprintf(err, err_len, "--web: cannot use the address %s; give an address of this machine, e.g. 0.0.0.0:8443",
+                 cfg->listen_host);
+        goto fail;
+    }
+    w->listen_fd = socket(la.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (w->listen_fd >= 0) setsockopt(w->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (w->listen_fd < 0 || bind(w->listen_fd, (struct sockaddr *)&la, ll) != 0 || listen(w->listen_fd, 64) != 0) {
+        snprintf(err, err_len, "--web: cannot listen on %s:%u (%s); pick a free port, e.g. --web 8443",
+                 cfg->listen_host, cfg->listen_port, strerror(errno));
+        goto fail;
+    }
+    getsockname(w->listen_fd, (struct sockaddr *)&la, &ll);
+    w->port = ntohs(la.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&la)->sin6_port
+                                             : ((struct sockaddr_in *)&la)->sin_port);
+    if (pipe2(w->stop_pipe, O_CLOEXEC) != 0) { set_err(err, err_len, "pipe"); goto fail; }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int r = pthread_create(&w->accept_thread, NULL, accept_thread, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r != 0) { errno = r; set_err(err, err_len, "cannot start the web thread"); goto fail; }
+    return w;
+fail:
+    if (w->listen_fd >= 0) close(w->listen_fd);
+    if (w->stop_pipe[0] >= 0) { close(w->stop_pipe[0]); close(w->stop_pipe[1]); }
+    if (w->ctx) SSL_CTX_free(w->ctx);
+    for (size_t i = 0; i < w->file_count; i++) {
+        free((void *)w->files[i].path); free((void *)w->files[i].content_type); free((void *)w->files[i].data);
+    }
+    free(w->files);
+    free(w);
+    return NULL;
+}
+
+uint16_t remolo_web_port(const struct remolo_web *w) { return w->port; }
+
+void remolo_web_get_stats(const struct remolo_web *w, struct remolo_web_stats *o) {
+    struct remolo_web *m = (struct remolo_web *)w;
+    o->connections = atomic_load(&m->st.connections);
+    o->refused_full = atomic_load(&m->st.refused_full);
+    o->tls_failed = atomic_load(&m->st.tls_failed);
+    o->requests = atomic_load(&m->st.requests);
+    o->not_found = atomic_load(&m->st.not_found);
+    o->bad_requests = atomic_load(&m->st.bad_requests);
+    o->websockets = atomic_load(&m->st.websockets);
+    o->ws_stream_messages = atomic_load(&m->st.ws_stream_messages);
+    o->ws_datagrams = atomic_load(&m->st.ws_datagrams);
+    o->ws_closed_protocol = atomic_load(&m->st.ws_closed_protocol);
+}
+
+void remolo_web_stop(struct remolo_web *w) {
+    if (!w) return;
+    atomic_store(&w->stopping, 1);
+    ssize_t ignored = write(w->stop_pipe[1], "x", 1);
+    (void)ignored;
+    pthread_join(w->accept_thread, NULL);
+    // Connection threads see the pipe in their next poll; give them a
+    // moment to send their close frames. One still stuck in a write after
+    // 2 s keeps the server's memory (it is the process's last act anyway).
+    for (int i = 0; i < 200 && atomic_load(&w->live) > 0; i++) usleep(10000);
+    close(w->listen_fd);
+    if (atomic_load(&w->live) > 0) return;
+    close(w->stop_pipe[0]);
+    close(w->stop_pipe[1]);
+    SSL_CTX_free(w->ctx);
+    for (size_t i = 0; i < w->file_count; i++) {
+        free((void *)w->files[i].path); free((void *)w->files[i].content_type); free((void *)w->files[i].data);
+    }
+    free(w->files);
+    free(w);
+}

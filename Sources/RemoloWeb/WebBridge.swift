@@ -1,0 +1,171 @@
+// The phone page's server, seen from Swift: finds the page's files (a
+// resource bundle installed beside the binary, so any working directory
+// will do), makes or loads the certificate, and starts the C bridge
+// (CSources/RemoloWebServer) that relays each WebSocket to the receiver's
+// own control and datagram port on loopback.
+import Foundation
+import Glibc
+import RemoloWebServer
+
+func cString(_ a: [CChar]) -> String {
+    String(decoding: a.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+public struct WebError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    init(_ message: String) { description = message }
+}
+
+/// The web port's counters (bad requests, refused connections, relayed messages).
+public struct WebStats: Sendable {
+    public var connections, refusedFull, tlsFailed, requests, notFound, badRequests: UInt64
+    public var websockets, streamMessages, datagrams, closedProtocol: UInt64
+
+    public var json: String {
+        "{\"connections\": \(connections), \"refused_full\": \(refusedFull), \"tls_failed\": \(tlsFailed), "
+            + "\"requests\": \(requests), \"not_found\": \(notFound), \"bad_requests\": \(badRequests), "
+            + "\"websockets\": \(websockets), \"stream_messages\": \(streamMessages), \"datagrams\": \(datagrams), "
+            + "\"closed_protocol\": \(closedProtocol)}"
+    }
+}
+
+public final class WebBridge: @unchecked Sendable {
+    private let handle: OpaquePointer
+    public let port: UInt16
+    /// SHA-256 of the certificate, "AB:CD:..." as browsers show it.
+    public let certificateFingerprint: String
+    /// True when this start made the certificate.
+    public let certificateCreated: Bool
+
+    /// - Parameters:
+    ///   - host, port: where phones connect (HTTPS and the WebSocket).
+    ///   - receiverHost, receiverPort: the receiver's own TCP+UDP port, reached on loopback.
+    ///   - configDirectory: where web-cert.pem and web-key.pem live.
+    public init(host: String, port: UInt16, receiverHost: String, receiverPort: UInt16, configDirectory: String) throws {
+        let certPath = configDirectory + "/web-cert.pem", keyPath = configDirectory + "/web-key.pem"
+        var created: Int32 = 0
+        var fp = [CChar](repeating: 0, count: 96)
+        var err = [CChar](repeating: 0, count: 1024)
+        guard remolo_web_certificate(certPath, keyPath, &created, &fp, &err, err.count) == 0 else {
+            throw WebError(cString(err))
+        }
+        certificateFingerprint = cString(fp)
+        certificateCreated = created != 0
+
+        let files = try WebBridge.pageFiles()
+        var cFiles: [remolo_web_file] = []
+        var keep: [UnsafeMutablePointer<CChar>] = []
+        var buffers: [UnsafeMutableRawPointer] = []
+        defer { keep.forEach { free($0) }; buffers.forEach { free($0) } }
+        for f in files {
+            let path = strdup(f.path)!, type = strdup(f.type)!
+            let data = malloc(max(1, f.data.count))!
+            f.data.withUnsafeBytes { data.copyMemory(from: $0.baseAddress!, byteCount: f.data.count) }
+            keep += [path, type]
+            buffers.append(data)
+            cFiles.append(remolo_web_file(path: path, content_type: type,
+                                          data: data.assumingMemoryBound(to: UInt8.self), length: f.data.count))
+        }
+        let started: OpaquePointer? = host.withCString { h in
+            receiverHost.withCString { t in
+                certPath.withCString { c in
+                    keyPath.withCString { k in
+                        cFiles.withUnsafeBufferPointer { fb in
+                            var cfg = remolo_web_config(listen_host: h, listen_port: port, target_host: t,
+                                                        target_port: receiverPort, cert_path: c, key_path: k,
+                                                        files: fb.baseAddress, file_count: fb.count)
+                            return remolo_web_start(&cfg, &err, err.count)
+                        }
+                    }
+                }
+            }
+        }
+        guard let started else { throw WebError(cString(err)) }
+        handle = started
+        self.port = remolo_web_port(started)
+    }
+
+    private let lock = NSLock()
+    /// The counters at stop(): the C server is freed then.
+    private var final: WebStats?
+
+    public var stats: WebStats {
+        lock.lock()
+        defer { lock.unlock() }
+        return final ?? live()
+    }
+
+    private func live() -> WebStats {
+        var s = remolo_web_stats()
+        remolo_web_get_stats(handle, &s)
+        return WebStats(connections: s.connections, refusedFull: s.refused_full, tlsFailed: s.tls_failed,
+                        requests: s.requests, notFound: s.not_found, badRequests: s.bad_requests,
+                        websockets: s.websockets, streamMessages: s.ws_stream_messages, datagrams: s.ws_datagrams,
+                        closedProtocol: s.ws_closed_protocol)
+    }
+
+    /// Closes every connection and frees the server; `stats` keeps its last counts. Safe to call twice.
+    public func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard final == nil else { return }
+        final = live()
+        remolo_web_stop(handle)
+    }
+
+    /// The text as a terminal QR code (Unicode half blocks).
+    public static func qrCode(_ text: String) -> String? {
+        guard let p = remolo_web_qr(text) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+
+    /// An address a phone on the same network can reach: the first
+    /// non-loopback IPv4 address of an interface that is up.
+    public static func lanAddress() -> String? {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return nil }
+        defer { freeifaddrs(list) }
+        var p = list
+        while let i = p {
+            defer { p = i.pointee.ifa_next }
+            guard let a = i.pointee.ifa_addr, a.pointee.sa_family == sa_family_t(AF_INET),
+                  i.pointee.ifa_flags & UInt32(IFF_UP) != 0, i.pointee.ifa_flags & UInt32(IFF_LOOPBACK) == 0 else { continue }
+            var buf = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+            var sin = UnsafeRawPointer(a).load(as: sockaddr_in.self)
+            inet_ntop(AF_INET, &sin.sin_addr, &buf, socklen_t(buf.count))
+            return cString(buf)
+        }
+        return nil
+    }
+
+    static let contentTypes = [
+        "html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",
+        "webmanifest": "application/manifest+json", "svg": "image/svg+xml", "png": "image/png",
+    ]
+
+    /// The page's files, from the resource bundle (or $REMOLO_WEB_ROOT, for
+    /// trying page edits without a rebuild).
+    static func pageFiles() throws -> [(path: String, type: String, data: Data)] {
+        let root: URL
+        if let env = ProcessInfo.processInfo.environment["REMOLO_WEB_ROOT"] {
+            root = URL(fileURLWithPath: env)
+        } else if let url = Bundle.module.url(forResource: "page", withExtension: nil) {
+            root = url
+        } else {
+            throw WebError("the page's files are missing (Remolo_RemoloWeb.resources beside the remolo binary); "
+                + "install the binary together with that directory, or set REMOLO_WEB_ROOT to Sources/RemoloWeb/page")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: root.path).sorted()
+        var out: [(String, String, Data)] = []
+        for name in names {
+            let ext = (name as NSString).pathExtension
+            guard let type = contentTypes[ext] else { continue }
+            out.append(("/" + name, type, try Data(contentsOf: root.appendingPathComponent(name))))
+        }
+        guard out.contains(where: { $0.0 == "/index.html" }) else {
+            throw WebError("no index.html among the page's files in \(root.path)")
+        }
+        return out
+    }
+}

@@ -1,0 +1,168 @@
+// One session with the receiver over a WebSocket to the page's own origin
+// (/ws). The receiver's bridge relays each binary message unchanged: tag
+// 0x00 carries control-channel bytes (the handshake, then sealed control
+// frames) to its TCP port, tag 0x01 exactly one sealed 49-byte datagram to
+// its UDP port. So the handshake, key confirmation, caps and timeouts are
+// the native sender's, and the datagrams go through the same opener.
+import { SenderHandshake, HandshakeMessageReader, HandshakeError } from "./handshake.js";
+import { SenderSession } from "./session.js";
+import { DatagramSealer } from "./datagram.js";
+import { pairingPsk } from "./pairing.js";
+
+export const TAG_STREAM = 0x00;
+export const TAG_DATAGRAM = 0x01;
+const PING_EVERY_MS = 10_000;
+const DEAD_AFTER_MS = 15_000;
+
+/** Why a session ended. `retry`: worth reconnecting (no pairing needed). */
+export class LinkClosed extends Error {
+  constructor(message, { retry = true, reason } = {}) {
+    super(message);
+    this.retry = retry;
+    if (reason) this.reason = reason;
+  }
+}
+
+/** A WebSocket as an ordered byte stream plus a datagram sink. */
+class Socket {
+  constructor(url) {
+    this.ws = new WebSocket(url);
+    this.ws.binaryType = "arraybuffer";
+    this.chunks = [];
+    this.wake = null;
+    this.closed = null;
+    this.onChunk = null;
+    this.ws.onmessage = (e) => {
+      const m = new Uint8Array(e.data);
+      if (m.length < 2 || m[0] !== TAG_STREAM) return;
+      const chunk = m.subarray(1);
+      if (this.onChunk) this.onChunk(chunk); else { this.chunks.push(chunk); this.wake?.(); }
+    };
+    this.ws.onclose = (e) => { this.closed = e.reason || `closed (${e.code})`; this.wake?.(); this.onClose?.(this.closed); };
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.onopen = resolve;
+      this.ws.onerror = () => reject(new LinkClosed("cannot reach the receiver's web port"));
+    });
+  }
+
+  async read(ms = 6000) {
+    const deadline = Date.now() + ms;
+    while (this.chunks.length === 0) {
+      if (this.closed) throw new LinkClosed(`the receiver closed the connection: ${this.closed}`);
+      if (Date.now() > deadline) throw new LinkClosed("the receiver did not answer in time");
+      await new Promise((r) => { this.wake = r; setTimeout(r, 100); });
+    }
+    return this.chunks.shift();
+  }
+
+  write(bytes) {
+    const m = new Uint8Array(bytes.length + 1);
+    m[0] = TAG_STREAM;
+    m.set(bytes, 1);
+    this.ws.send(m);
+  }
+
+  datagram(d) {
+    const m = new Uint8Array(50);
+    m[0] = TAG_DATAGRAM;
+    m.set(d, 1);
+    this.ws.send(m);
+  }
+
+  close() { try { this.ws.close(1000); } catch { /* already closed */ } }
+}
+
+/**
+ * Opens a session: pairing (XXpsk3) when `codeBytes` is given, else IK to
+ * the stored receiver key. Resolves once the keys are confirmed.
+ */
+export async function connect({ url, identity, receiverPublicKey, codeBytes, onMessage, onClose }) {
+  const sock = new Socket(url);
+  await sock.opened;
+  try {
+    const hs = codeBytes
+      ? SenderHandshake.pairing({ identity, psk: pairingPsk(codeBytes) })
+      : SenderHandshake.session({ identity, receiverPublicKey });
+    const reader = new HandshakeMessageReader();
+    let out = await hs.start();
+    for (;;) {
+      sock.write(out);
+      if (hs.result) break;
+      let msg = reader.feed();
+      while (!msg) msg = reader.feed(await sock.read());
+      out = await hs.receive(msg);
+      if (!out) break;
+    }
+    const session = new SenderSession(hs.result);
+    sock.write(session.confirmationPing());
+    let rest = reader.takeRest();
+    const early = [];
+    while (!session.confirmed) {
+      early.push(...session.feed(rest));
+      if (!session.confirmed) rest = await sock.read();
+    }
+    return new Link(sock, session, hs.result, { onMessage, onClose, early });
+  } catch (e) {
+    sock.close();
+    if (e instanceof HandshakeError) {
+      // A refused pairing must not be retried with the same code (it is
+      // burned); a refused session is worth a retry only when busy.
+      throw new LinkClosed(e.message, { retry: e.reason === "busy", reason: e.reason });
+    }
+    throw e;
+  }
+}
+
+export class Link {
+  constructor(sock, session, result, { onMessage, onClose, early }) {
+    this.sock = sock;
+    this.session = session;
+    this.receiverPublicKey = result.peer;
+    this.sealer = new DatagramSealer(result.datagramKey, result.sessionId);
+    this.lastHeard = Date.now();
+    this.ended = false;
+    const end = (why) => {
+      if (this.ended) return;
+      this.ended = true;
+      clearInterval(this.timer);
+      sock.close();
+      onClose?.(why);
+    };
+    const handle = (messages) => {
+      for (const m of messages) {
+        if (m.type === "ping") sock.write(session.seal({ type: "pong", token: m.token }));
+        if (m.type === "bye") end(`the receiver ended the session (bye ${m.reason})`);
+        onMessage?.(m);
+      }
+    };
+    handle(early);
+    sock.onChunk = (chunk) => {
+      this.lastHeard = Date.now();
+      try { handle(session.feed(chunk)); } catch (e) { end(`bad frame from the receiver: ${e.message}`); }
+    };
+    for (const c of sock.chunks.splice(0)) sock.onChunk(c);
+    sock.onClose = (why) => end(why);
+    // Keepalive (README, Timeouts): a ping every 10 s; nothing heard for
+    // 15 s means the session is dead.
+    this.timer = setInterval(() => {
+      if (Date.now() - this.lastHeard > DEAD_AFTER_MS) return end("no answer from the receiver for 15 s");
+      sock.write(session.seal({ type: "ping", token: BigInt(Date.now()) }));
+    }, PING_EVERY_MS);
+    this.end = end;
+  }
+
+  /** One sealed datagram ({kind, a, b} from datagram.js) stamped with the page's clock (us). */
+  send(payload, txMicros) {
+    if (this.ended) return;
+    this.sock.datagram(this.sealer.seal(payload, BigInt(Math.max(0, Math.round(txMicros)))));
+  }
+
+  /** Buffered bytes not yet on the wire (a WebSocket is TCP: see the README's transport note). */
+  get backlog() { return this.sock.ws.bufferedAmount; }
+
+  close() {
+    if (this.ended) return;
+    try { this.sock.write(this.session.seal({ type: "bye", reason: 0 })); } catch { /* closing anyway */ }
+    this.end("closed by the page");
+  }
+}

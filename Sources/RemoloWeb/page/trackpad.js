@@ -1,0 +1,85 @@
+// The phone's screen as a touchpad: pointer events (CSS pixels) become
+// contact samples in millimetres for the shared touchpad rules
+// (touchpad.js), whose events drive the framer. One finger moves, two
+// scroll, taps click (two fingers: right, three: middle), tap-and-drag
+// with drag lock; the phone has no clickpad, so no button area.
+
+import { TouchpadRecognizer } from "./touchpad.js";
+
+/** A CSS pixel on a phone is about 1/160 inch (Android's dp; UIKit's point is 1/163). */
+export const MM_PER_PX = 25.4 / 160;
+
+export const BUTTON_CODES = Object.freeze({ left: 0x110, right: 0x111, middle: 0x112 });
+
+export class Trackpad {
+  /**
+   * @param {{motion(dx,dy,intervalUs,tUs), scroll(dx,dy,tUs), glide(vx,vy,tUs), touchStart(tUs), button(code,down,tUs)}} out
+   *   pixel units (CSS px, px/s), y down
+   * @param {{widthPx:number, heightPx:number}} size the surface
+   */
+  constructor(out, { widthPx = 390, heightPx = 700 } = {}) {
+    this.out = out;
+    this.slots = new Map(); // pointerId -> slot
+    this.held = new Set();
+    this.resize({ widthPx, heightPx });
+  }
+
+  resize({ widthPx, heightPx }) {
+    // The rules want a plausible surface (at least 10 mm each way).
+    const widthMm = Math.min(1000, Math.max(10, widthPx * MM_PER_PX));
+    const heightMm = Math.min(1000, Math.max(10, heightPx * MM_PER_PX));
+    // A new size keeps the gesture state (a tap's button may be down).
+    if (this.recognizer) this.recognizer.surface = { widthMm, heightMm };
+    else this.recognizer = new TouchpadRecognizer({ widthMm, heightMm }, { buttonAreaFraction: 0 });
+  }
+
+  get touching() { return this.slots.size; }
+
+  deliver(events) {
+    for (const e of events) {
+      switch (e.type) {
+        case "motion": this.out.motion(e.dx / MM_PER_PX, e.dy / MM_PER_PX, e.intervalUs, e.atUs); break;
+        case "scroll": this.out.scroll(e.dx / MM_PER_PX, e.dy / MM_PER_PX, e.atUs); break;
+        case "glide": this.out.glide(e.vx / MM_PER_PX, e.vy / MM_PER_PX, e.atUs); break;
+        case "touchDown": this.out.touchStart(e.atUs); break;
+        case "button": {
+          const code = BUTTON_CODES[e.button];
+          if (e.down) this.held.add(code); else this.held.delete(code);
+          this.out.button(code, e.down, e.atUs);
+          break;
+        }
+      }
+    }
+  }
+
+  down(id, x, y, tUs) {
+    let slot = 0;
+    const used = new Set(this.slots.values());
+    while (used.has(slot)) slot++;
+    this.slots.set(id, slot);
+    this.deliver(this.recognizer.contact({ slot, x: x * MM_PER_PX, y: y * MM_PER_PX, touching: true, t: tUs }));
+  }
+
+  move(id, x, y, tUs) {
+    const slot = this.slots.get(id);
+    if (slot === undefined) return;
+    this.deliver(this.recognizer.contact({ slot, x: x * MM_PER_PX, y: y * MM_PER_PX, touching: true, t: tUs }));
+  }
+
+  up(id, tUs) {
+    const slot = this.slots.get(id);
+    if (slot === undefined) return;
+    this.slots.delete(id);
+    this.deliver(this.recognizer.contact({ slot, x: 0, y: 0, touching: false, t: tUs }));
+  }
+
+  /** Timeouts due by now (a tap's release, drag lock's end). */
+  tick(tUs) { this.deliver(this.recognizer.advance(tUs)); }
+
+  /** The page hid or the touches were cancelled: forget them, let go of every button. */
+  cancel(tUs) {
+    this.recognizer.reset();
+    this.slots.clear();
+    for (const code of [...this.held]) { this.held.delete(code); this.out.button(code, false, tUs); }
+  }
+}

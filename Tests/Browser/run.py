@@ -1,0 +1,448 @@
+#!/usr/bin/python3
+"""The phone page in a real browser against a real receiver.
+
+Starts `remolo receive --pair --web ... --sink FILE --stats-json` (a
+recording sink: no uinput needed), opens the printed URL in headless
+Chromium, pairs with the code from the URL fragment, then moves, scrolls,
+taps, right-clicks and drags with touches dispatched through the DevTools
+protocol (Input.dispatchTouchEvent). The receiver's totals (--stats-json
+and the sink's struct input_event records) must equal what the page says
+it sent, exactly. A reload reconnects without pairing. Meanwhile, hostile
+input at the web port (plain TCP, non-WebSocket requests, an oversized
+frame, messages that are no datagram or control frame, many idle TLS
+connections) is refused or closed and changes nothing of the session's
+totals. A second receiver refuses a wrong code and burns it.
+
+Needs Debian's chromium and python3-websocket; run with /usr/bin/python3.
+Usage: Tests/Browser/run.py [--remolo BIN] [--screenshot FILE]
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cdp  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+EV_KEY, EV_REL = 1, 2
+REL_X, REL_Y, REL_HWHEEL, REL_WHEEL, REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES = 0, 1, 6, 8, 11, 12
+BTN_LEFT, BTN_RIGHT = 0x110, 0x111
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+class Receiver:
+    def __init__(self, binary, config, sink, listen="127.0.0.1:0", web="127.0.0.1:0", pair=True):
+        os.makedirs(config, mode=0o700, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [binary, "receive", "--listen", listen, "--web", web, "--sink", sink,
+             "--stats-json", "--stats", "0.5"] + (["--pair"] if pair else []),
+            env={**os.environ, "REMOLO_CONFIG_DIR": config}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = self.wait_for(r"^pair a phone: (\S+)" if pair else r"^phone page: (\S+)").group(1)
+        self.web_port = int(re.search(r":(\d+)/", self.url).group(1))
+        self.port = int(self.wait_for(r"^receiver \S+ listening on 127\.0\.0\.1:(\d+)").group(1))
+
+    def _read(self):
+        for line in self.proc.stdout:
+            with self.cond:
+                self.lines.append(line.rstrip("\n"))
+                self.cond.notify_all()
+
+    def wait_for(self, pattern, timeout=10):
+        rx = re.compile(pattern)
+        deadline = time.time() + timeout
+        with self.cond:
+            while True:
+                for line in self.lines:
+                    m = rx.search(line)
+                    if m:
+                        return m
+                left = deadline - time.time()
+                if left <= 0:
+                    raise AssertionError(f"the receiver never printed {pattern}; it said:\n" + "\n".join(
+                        l for l in self.lines if not l.startswith("{")))
+                self.cond.wait(left)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(10)
+        time.sleep(0.1)
+        # 0: stopped cleanly (a sanitizer's report would make it non-zero).
+        check(self.proc.returncode == 0, f"the receiver stopped cleanly on SIGINT (exit {self.proc.returncode})")
+        stats = [json.loads(l) for l in self.lines if l.startswith("{")]
+        return stats[-1]
+
+
+def sink_totals(path):
+    data = open(path, "rb").read()
+    rel = {}
+    keys = []
+    for off in range(0, len(data) - len(data) % 24, 24):
+        typ, code, value = struct.unpack_from("<HHi", data, off + 16)
+        if typ == EV_REL:
+            rel[code] = rel.get(code, 0) + value
+        elif typ == EV_KEY:
+            keys.append((code, value))
+    return rel, keys
+
+
+def round_half_away(q8):
+    """The playout's rounding of a session's Q8 total to whole units."""
+    return (q8 + 128) // 256 if q8 >= 0 else -((-q8 + 128) // 256)
+
+
+# ---------------------------------------------------------------- gestures
+
+class Fingers:
+    def __init__(self, browser, frame=0.008):
+        self.b = browser
+        self.frame = frame
+
+    def stroke(self, starts, step, n, start=True):
+        pts = [(i + 1, x, y) for i, (x, y) in enumerate(starts)]
+        if start:
+            self.b.touch("touchStart", pts)
+        for k in range(1, n + 1):
+            time.sleep(self.frame)
+            self.b.touch("touchMove", [(i, x + step[0] * k, y + step[1] * k) for i, x, y in pts])
+        self.b.touch("touchEnd", [])
+
+    def tap(self, starts):
+        # Start and end back to back: a tap is under 180 ms however slow
+        # the DevTools round trip is on a loaded machine.
+        self.b.touch("touchStart", [(i + 1, x, y) for i, (x, y) in enumerate(starts)], wait=False)
+        self.b.touch("touchEnd", [], wait=False)
+        self.b.eval("1")
+
+    def tap_and_drag(self, at, step, n):
+        # The second touch lands right after the tap's lift (within the
+        # drag timeout); its moves may come at any pace: held still past
+        # the tap timeout, it is a drag anyway.
+        self.b.touch("touchStart", [(1, *at)], wait=False)
+        self.b.touch("touchEnd", [], wait=False)
+        self.b.touch("touchStart", [(1, *at)], wait=False)
+        self.b.eval("1")
+        self.stroke([at], step, n, start=False)
+
+
+def settle(b, timeout=5):
+    # Quiet: no glide running and nothing pending; heartbeats only.
+    b.wait_for("window.remolo && remolo.state === 'connected'", timeout, "the connected state")
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        cur = b.eval("JSON.stringify([remolo.sent.motionQ8, remolo.sent.scrollQ8, remolo.sent.buttons.length])")
+        if cur == last:
+            return
+        last = cur
+        time.sleep(0.4)
+
+
+# ---------------------------------------------------------------- hostile input
+
+def tls(port):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5), server_hostname="localhost")
+    return s
+
+
+def http(port, request):
+    s = tls(port)
+    s.sendall(request)
+    out = b""
+    try:
+        while True:
+            c = s.recv(4096)
+            if not c:
+                break
+            out += c
+    except (socket.timeout, ssl.SSLError, ConnectionResetError):
+        pass
+    s.close()
+    return out
+
+
+def ws_open(port):
+    s = tls(port)
+    s.sendall(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+              b"Origin: https://127.0.0.1:%d\r\n\r\n" % (port, port))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    # RFC 6455 section 1.3's example key and its accept value.
+    assert b"s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in head, head
+    return s
+
+
+def ws_frame(opcode, payload, mask=True, length=None):
+    n = len(payload) if length is None else length
+    h = bytes([0x80 | opcode])
+    m = 0x80 if mask else 0
+    if n < 126:
+        h += bytes([m | n])
+    elif n < 65536:
+        h += bytes([m | 126]) + struct.pack(">H", n)
+    else:
+        h += bytes([m | 127]) + struct.pack(">Q", n)
+    if mask:
+        key = os.urandom(4)
+        return h + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    return h + payload
+
+
+def ws_close_code(s, timeout=5):
+    """Reads frames until a close; returns its code (None if the socket just closed)."""
+    s.settimeout(timeout)
+    buf = b""
+    try:
+        while True:
+            c = s.recv(4096)
+            if not c:
+                return None
+            buf += c
+            while len(buf) >= 2:
+                n = buf[1] & 0x7f
+                hl = 2 if n < 126 else 4
+                if n == 126:
+                    if len(buf) < 4:
+                        break
+                    n = struct.unpack(">H", buf[2:4])[0]
+                if len(buf) < hl + n:
+                    break
+                op, payload = buf[0] & 0x0f, buf[hl:hl + n]
+                buf = buf[hl + n:]
+                if op == 0x8:
+                    return struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else 1005
+    except (socket.timeout, ssl.SSLError, ConnectionResetError):
+        return None
+
+
+def hostile(port):
+    """Bad input at the web port: each refused or closed. Returns the
+    number of datagrams it got relayed (each a drop at the receiver)."""
+    # Plain TCP where TLS is expected.
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    try:
+        rest = s.recv(100)
+    except (ConnectionResetError, socket.timeout):
+        rest = b""
+    check(not rest.startswith(b"HTTP/1.1 200"), "plain HTTP to the TLS port is not served")
+    s.close()
+    check(http(port, b"GET /ws HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 426"),
+          "a non-WebSocket request to /ws: 426 Upgrade Required")
+    check(http(port, b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc").startswith(b"HTTP/1.1 4"),
+          "a POST with a body: refused")
+    check(http(port, b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 404"),
+          "a path outside the page: 404")
+    check(http(port, b"GET / HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 9000 + b"\r\n\r\n").startswith(b"HTTP/1.1 431"),
+          "9 KB of headers: 431")
+    bad_origin = http(port, b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                      b"Origin: https://evil.example\r\n\r\n")
+    check(bad_origin.startswith(b"HTTP/1.1 403"), "a WebSocket from another origin: 403")
+
+    s = ws_open(port)
+    s.sendall(ws_frame(0x2, b"", length=100000)[:10] + os.urandom(4))
+    check(ws_close_code(s) == 1009, "an oversized WebSocket frame (100 kB announced): closed 1009 from its header")
+    s = ws_open(port)
+    s.sendall(ws_frame(0x1, b"hello"))
+    check(ws_close_code(s) == 1003, "a text message: closed 1003")
+    s = ws_open(port)
+    s.sendall(ws_frame(0x2, b"\x01" + os.urandom(10)))
+    check(ws_close_code(s) == 1008, "a datagram message of the wrong length: closed 1008")
+    s = ws_open(port)
+    s.sendall(ws_frame(0x2, b"\x07" + os.urandom(49)))
+    check(ws_close_code(s) == 1008, "an unknown tag: closed 1008")
+    s = ws_open(port)
+    s.sendall(ws_frame(0x2, b"\x01" + os.urandom(10), mask=False))
+    check(ws_close_code(s) == 1002, "an unmasked client frame: closed 1002")
+    s = ws_open(port)
+    s.sendall(ws_frame(0x2, b"\x01" + os.urandom(49)))
+    s.sendall(ws_frame(0x2, b"\x00\x00\x05\x42garbage"))
+    check(ws_close_code(s) in (1000, 1011), "a forged datagram is relayed (and dropped by the receiver); "
+          "a bad handshake message: the receiver refuses and the WebSocket closes")
+    relayed = 1
+
+    # Many idle TLS connections: more than the cap are closed at accept,
+    # the rest after the 5 s setup timeout.
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=8) for _ in range(40)]
+    time.sleep(0.5)
+    t0 = time.time()
+    closed = 0
+    for c in idle:
+        try:
+            c.settimeout(max(0.1, 7 - (time.time() - t0)))
+            closed += c.recv(1) == b""
+        except (ConnectionResetError, socket.timeout):
+            closed += 1 if time.time() - t0 < 7 else 0
+        c.close()
+    check(closed == 40, f"40 idle connections: all closed within the setup timeout ({closed}/40)")
+    return relayed
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--remolo", default=os.environ.get("REMOLO_BIN", os.path.join(ROOT, ".build", "debug", "remolo")))
+    ap.add_argument("--screenshot")
+    args = ap.parse_args()
+    if not os.path.exists(args.remolo):
+        print(f"browser: no remolo binary at {args.remolo}; run `swift build --product remolo` (or pass --remolo)")
+        return 2
+    tmp = tempfile.mkdtemp(prefix="remolo-browser-")
+    os.chmod(tmp, 0o700)
+    sink = os.path.join(tmp, "frames")
+    rx = Receiver(args.remolo, os.path.join(tmp, "config"), sink)
+    b = cdp.Browser()
+    expected_px = [0, 0]
+    expected_wheel = [0, 0]
+    expected_buttons = []
+    datagrams = 0
+    try:
+        b.navigate(rx.url)
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "pairing from the URL fragment")
+        rx.wait_for(r"\(newly paired\)")
+        check(b.eval("location.hash") == "", "the code left the address bar once used")
+        check(b.eval("document.visibilityState") == "visible", "the page is visible (heartbeats run)")
+        f = Fingers(b)
+        f.stroke([(120, 420)], (6, -3), 40)            # move
+        time.sleep(0.3)
+        f.stroke([(150, 300), (230, 300)], (0, 9), 20)  # scroll down with the fingers: glide
+        time.sleep(1.5)
+        f.tap([(200, 400)])                             # left click
+        time.sleep(0.5)
+        f.tap([(160, 400), (240, 400)])                 # right click
+        time.sleep(0.5)
+        relayed = hostile(rx.web_port)                  # while the session lives
+        f.tap_and_drag((200, 400), (-5, 4), 30)         # tap, then touch and move: a drag
+        settle(b)
+        if args.screenshot:
+            b.screenshot(args.screenshot)
+
+        # A reload: a new session from the stored keys, no pairing.
+        b.reload()
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "reconnection after a reload")
+        # The first page's totals up to its pagehide (nothing is sent after it).
+        sent = json.loads(b.eval("sessionStorage.getItem('remolo.previousSent')"))
+        print("page sent (first load):", json.dumps(sent))
+        check(sent["scrollQ8"][0] > 0 and sent["motionQ8"][0] > 0, "motion and scroll were sent")
+        check(sent["heartbeats"] > 0, "heartbeats while still")
+        expected_px[0] += round_half_away(sent["motionQ8"][0])
+        expected_px[1] += round_half_away(sent["motionQ8"][1])
+        expected_wheel[0] += round_half_away(sent["scrollQ8"][0])
+        expected_wheel[1] += round_half_away(sent["scrollQ8"][1])
+        expected_buttons += [(x["code"], 1 if x["down"] else 0) for x in sent["buttons"]]
+        datagrams += sent["datagrams"]
+        time.sleep(0.3)
+        paired = sum(1 for l in rx.lines if "newly paired" in l)
+        sessions = sum(1 for l in rx.lines if re.search(r"^session \S+ from ", l))
+        check(paired == 1 and sessions == 2, f"the reload opened a session without pairing ({sessions} sessions, {paired} pairing)")
+        f.stroke([(100, 500)], (4, 4), 25)
+        settle(b)
+        # Away to a page of the same origin that is not the trackpad: the
+        # pagehide sends the bye and keeps the final totals.
+        b.navigate(rx.url.split("#")[0] + "no-such-page")
+        sent2 = json.loads(b.eval("sessionStorage.getItem('remolo.previousSent')"))
+        print("page sent (after reload):", json.dumps(sent2))
+        expected_px[0] += round_half_away(sent2["motionQ8"][0])
+        expected_px[1] += round_half_away(sent2["motionQ8"][1])
+        expected_wheel[0] += round_half_away(sent2["scrollQ8"][0])
+        expected_wheel[1] += round_half_away(sent2["scrollQ8"][1])
+        expected_buttons += [(x["code"], 1 if x["down"] else 0) for x in sent2["buttons"]]
+        datagrams += sent2["datagrams"]
+        stats = rx.stop()
+
+        # The receiver restarts (same ports, same config): the open page
+        # notices, and reconnects by itself with its stored keys.
+        rx3 = Receiver(args.remolo, os.path.join(tmp, "config"), os.path.join(tmp, "frames3"),
+                       listen=f"127.0.0.1:{rx.port}", web=f"127.0.0.1:{rx.web_port}", pair=False)
+        try:
+            b.navigate(rx.url.split("#")[0])
+            b.wait_for("window.remolo && remolo.state === 'connected'", 15, "a session with the restarted receiver")
+            rx3.stop()  # the page sees its session end ...
+            b.wait_for("window.remolo && remolo.state === 'reconnecting'", 10, "the page noticing the receiver left")
+            rx3 = Receiver(args.remolo, os.path.join(tmp, "config"), os.path.join(tmp, "frames3"),
+                           listen=f"127.0.0.1:{rx.port}", web=f"127.0.0.1:{rx.web_port}", pair=False)
+            b.wait_for("window.remolo && remolo.state === 'connected'", 15, "reconnection by itself")  # ... and comes back
+            f.stroke([(100, 500)], (-3, 2), 20)
+            settle(b)
+            b.navigate(rx.url.split("#")[0] + "no-such-page")
+            sent3 = json.loads(b.eval("sessionStorage.getItem('remolo.previousSent')"))
+        finally:
+            stats3 = rx3.stop()
+        check(not any("newly paired" in l for l in rx3.lines), "no pairing after the receiver restarted")
+        check(stats3["opened"] == sent3["datagrams"] and [stats3["total_dx"], stats3["total_dy"]] ==
+              [round_half_away(sent3["motionQ8"][0]), round_half_away(sent3["motionQ8"][1])],
+              f"after reconnecting by itself: {stats3['opened']} datagrams opened of {sent3['datagrams']}, "
+              f"pointer {stats3['total_dx']}, {stats3['total_dy']}")
+    finally:
+        b.close()
+        if rx.proc.poll() is None:
+            stats = rx.stop()
+    print("receiver:", json.dumps({k: stats[k] for k in ("datagrams", "opened", "drops", "total_dx", "total_dy",
+                                                          "total_wheel_hires", "total_hwheel_hires", "buttons")}))
+    web = next((l for l in rx.lines if l.startswith("web: ")), "")
+    print(web)
+    check(stats["opened"] == datagrams, f"every datagram the page sent opened ({stats['opened']} of {datagrams})")
+    drops = {k: v for k, v in stats["drops"].items() if v}
+    check(drops == {"unknown_session": relayed}, f"the only drop is the forged datagram ({drops})")
+    check([stats["total_dx"], stats["total_dy"]] == expected_px, f"pointer total {stats['total_dx']}, {stats['total_dy']} == page's {expected_px}")
+    check([stats["total_wheel_hires"], stats["total_hwheel_hires"]] == expected_wheel,
+          f"wheel total {stats['total_wheel_hires']}, {stats['total_hwheel_hires']} == page's {expected_wheel}")
+    rel, keys = sink_totals(sink)
+    check([rel.get(REL_X, 0), rel.get(REL_Y, 0)] == expected_px, f"sink REL_X/REL_Y {rel.get(REL_X, 0)}, {rel.get(REL_Y, 0)}")
+    check([rel.get(REL_WHEEL_HI_RES, 0), rel.get(REL_HWHEEL_HI_RES, 0)] == expected_wheel,
+          f"sink REL_WHEEL_HI_RES/REL_HWHEEL_HI_RES {rel.get(REL_WHEEL_HI_RES, 0)}, {rel.get(REL_HWHEEL_HI_RES, 0)}")
+    check(keys == expected_buttons, f"sink buttons {keys} == page's {expected_buttons}")
+    check(expected_buttons == [(BTN_LEFT, 1), (BTN_LEFT, 0), (BTN_RIGHT, 1), (BTN_RIGHT, 0), (BTN_LEFT, 1), (BTN_LEFT, 0)],
+          "tap: left click; two-finger tap: right click; tap-and-drag: left held over the drag")
+
+    # A wrong code: refused, and the real one is burned.
+    rx2 = Receiver(args.remolo, os.path.join(tmp, "config2"), os.path.join(tmp, "frames2"))
+    b = cdp.Browser()
+    try:
+        good = rx2.url.split("#pair=")[1]
+        wrong = ("0000" if not good.startswith("0000") else "1111") + good[4:]
+        b.navigate(rx2.url.split("#")[0] + "#pair=" + wrong)
+        detail = b.wait_for("window.remolo && remolo.state === 'refused' && remolo.detail", 15, "a refusal of the wrong code")
+        check("wrong pairing code" in detail, f"a wrong code is refused: {detail}")
+        b.navigate(rx2.url.split("#")[0] + "no-such-page")  # a new document for the next URL
+        b.navigate(rx2.url)
+        detail = b.wait_for("window.remolo && remolo.state === 'refused' && remolo.detail", 15, "a refusal of the burned code")
+        check("no pairing code is active" in detail, f"the right code, after a wrong one, is burned: {detail}")
+    finally:
+        b.close()
+        stats2 = rx2.stop()
+    check(stats2["sessions_added"] == 0, "no session came of it")
+
+    print(f"browser: {'all checks passed' if not failures else f'{len(failures)} failed'}")
+    subprocess.run(["rm", "-rf", tmp])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

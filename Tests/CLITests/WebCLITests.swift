@@ -1,0 +1,39 @@
+import Foundation
+import RemoloTestSupport
+import Testing
+
+/// `remolo receive --web`: the certificate made on first start and kept
+/// (key 0600), a key others can read refused with the fix, and the page
+/// URL with the code in the fragment.
+@Suite(.serialized) struct WebCLITests {
+    @Test("the certificate is made once (key 0600) and kept; a readable key is refused, saying how to fix it")
+    func certificate() throws {
+        let c = try PairedConfigs(label: "web", paired: false)
+        defer { c.remove() }
+        let first = try CLIProcess(["receive", "--listen", "127.0.0.1:0", "--web", "127.0.0.1:0", "--pair",
+                                    "--sink", c.root + "/frames", "--seconds", "1"], configDir: c.receiver, log: c.log("web1"))
+        let page = try #require(first.line("phone page: "), "no page URL: \(first.output)")
+        #expect(page.contains("made now"), "\(page)")
+        let pairLine = try #require(first.line("pair a phone: "), "\(first.output)")
+        let code = try #require(first.line("pairing code: ")).dropFirst("pairing code: ".count)
+        #expect(pairLine.hasSuffix("/#pair=\(code)"), "the code rides in the fragment: \(pairLine)")
+        #expect(first.output.contains("\u{2588}"), "a QR code is drawn")
+        #expect(first.wait(upTo: 10) == 0, "\(first.output)")
+        let key = c.receiver + "/web-key.pem"
+        let mode = try #require(FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+        let fingerprint = page.components(separatedBy: "SHA-256 ").last?.prefix(95)
+
+        let second = try CLIProcess(["receive", "--listen", "127.0.0.1:0", "--web", "127.0.0.1:0",
+                                     "--sink", c.root + "/frames", "--seconds", "1"], configDir: c.receiver, log: c.log("web2"))
+        let again = try #require(second.line("phone page: "), "\(second.output)")
+        #expect(!again.contains("made now") && again.contains(String(fingerprint ?? "?")), "the same certificate: \(again)")
+        #expect(second.wait(upTo: 10) == 0, "\(second.output)")
+
+        chmod(key, 0o644)
+        let third = try CLIProcess(["receive", "--listen", "127.0.0.1:0", "--web", "127.0.0.1:0",
+                                    "--sink", c.root + "/frames", "--seconds", "1"], configDir: c.receiver, log: c.log("web3"))
+        #expect(third.wait(upTo: 10) == 1, "\(third.output)")
+        #expect(third.output.contains("chmod 600"), "\(third.output)")
+    }
+}
