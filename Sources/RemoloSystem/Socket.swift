@@ -98,7 +98,7 @@ public enum Socket {
     public static func boundPort(_ fd: Int32) throws(SystemError) -> UInt16 {
         var ss = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        try withUnsafeMutablePointer(to: &ss) { p throws(SystemError) in
+        _ = try withUnsafeMutablePointer(to: &ss) { p throws(SystemError) in
             try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(SystemError) in
                 try syscall("getsockname") { getsockname(fd, sa, &len) }
             }
