@@ -1,0 +1,236 @@
+// The receive loop alone: the C hot loop (CSources/RemoloCore/rx*.c) on a
+// thread of its own, reached through its command ring and statistics.
+
+internal import CSodium
+internal import Glibc
+internal import RemoloCore
+import Foundation
+import RemoloSession
+import RemoloSystem
+import Synchronization
+
+/// Owns the C loop's memory; shared with the loop thread.
+final class LoopStorage: @unchecked Sendable {
+    // @unchecked Sendable: the loop thread owns `loop` while it runs; other
+    // threads reach it only through rx_cmd_push (serialised by `producer`),
+    // rx_cmd_result, rx_stats_read and rx_loop_state, which are made for that.
+    let loop: OpaquePointer  // struct rx_loop, rx_loop_size() bytes
+    let producer = Mutex(())
+    let finished = DispatchSemaphore(value: 0)
+
+    init() {
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(),
+                                                   alignment: Int(REMOLO_RX_LOOP_ALIGN))
+        // The struct is large (~300 KB, mostly playout rings): zero it once
+        // here, so no page is first touched on the loop thread.
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: rx_loop_size())
+        loop = OpaquePointer(raw)
+    }
+
+    deinit { UnsafeMutableRawPointer(loop).deallocate() }
+}
+
+/// The receive loop alone: datagrams from a bound UDP socket, played out at
+/// 480 Hz into the output. Sessions come and go through `addSession` /
+/// `removeSession` (the control plane's job; see `Receiver`).
+public final class ReceiveLoop: @unchecked Sendable {
+    // @unchecked Sendable: all mutable state lives in the C loop, reached
+    // only through its thread-safe entry points.
+    private let storage: LoopStorage
+    /// The output: a uinput pointer, or the same device over a caller's fd.
+    private let device: PointerDevice
+    private let isUinput: Bool
+    private let recorder: ArrivalRecorder?
+    /// The UDP socket's local port.
+    public let port: UInt16
+    private let stopped = Mutex(false)
+    /// Each live session's slot in the loop (where its receipt counts are).
+    private let slots = Mutex<[DatagramSessionID: Int]>([:])
+
+    /// How long a command may wait for the loop (it runs within a tick).
+    static let commandTimeout = 2.0
+
+    /// Says whether io_uring can be used here, and if not why and how to fix it.
+    public static func probe() throws(ReceiverError) {
+        var r = rx_probe_result()
+        if rx_probe(&r) < 0 {
+            throw ReceiverError.ioUring(errno: r.setup_errno, disabled: r.disabled, seccomp: r.seccomp)
+        }
+    }
+
+    /// Starts the loop on its own thread over `socket` (a bound UDP socket
+    /// the caller keeps open until after `stop()`).
+    /// - Parameters:
+    ///   - realtimePriority: SCHED_FIFO priority for the loop thread (needs
+    ///     CAP_SYS_NICE; ignored without it); 0 keeps the default policy.
+    ///   - recordArrivals: records every accepted datagram's arrival into
+    ///     this recorder's trace; `stop()` finishes the trace.
+    public init(socket: Int32, output: ReceiverOutput, playout: PlayoutConfig = .default,
+                realtimePriority: Int32 = 0, recordArrivals: ArrivalRecorder? = nil) throws {
+        try Self.probe()
+        // The loop's own check would only say EINVAL: name the broken rule.
+        if let why = playout.problem {
+            throw ReceiverError("invalid playout configuration: \(why)")
+        }
+        var cfg = rx_config()
+        cfg.playout = playout.c
+        cfg.sock = socket
+        cfg.rt_priority = realtimePriority
+        cfg.record_fd = recordArrivals?.writeFD ?? -1
+        let dev: PointerDevice
+        switch output {
+        case .uinput(let name): dev = try PointerDevice(name: name)
+        case .fileDescriptor(let fd): dev = try PointerDevice(fileDescriptor: fd)
+        }
+        if case .uinput = output { isUinput = true } else { isUinput = false }
+        do { port = try Socket.boundPort(socket) } catch {
+            throw ReceiverError("the UDP socket is not usable: \(error)")
+        }
+        let st = LoopStorage()
+        cfg.dev = dev.dev
+        let r = rx_loop_init(st.loop, &cfg)
+        guard r == 0 else { throw ReceiverError("cannot set up the receive loop: \(String(cString: strerror(-r)))") }
+        storage = st
+        device = dev
+        recorder = recordArrivals
+        let t = Thread {
+            _ = rx_loop_run(st.loop)
+            st.finished.signal()
+        }
+        t.name = "remolo-rx"
+        t.start()
+        // Wait until the ring is up (it is created on the loop thread).
+        let deadline = MonotonicClock.seconds() + Self.commandTimeout
+        while rx_loop_state(st.loop) == Int32(RX_STATE_IDLE.rawValue) && MonotonicClock.seconds() < deadline {
+            usleep(200)
+        }
+        if rx_loop_state(st.loop) != Int32(RX_STATE_RUNNING.rawValue) {
+            let e = rx_loop_run_error(st.loop)
+            stop()
+            var p = rx_probe_result()
+            _ = rx_probe(&p)
+            throw ReceiverError.ioUring(errno: e < 0 ? -e : ETIMEDOUT, disabled: p.disabled, seccomp: p.seccomp)
+        }
+    }
+
+    deinit {
+        stop()
+        rx_loop_deinit(storage.loop)
+    }
+
+    /// The uinput node the loop writes to, if it writes to a device.
+    public var devnode: String? { isUinput ? device.devnode : nil }
+
+    public var stats: ReceiverStats {
+        var s = rx_stats()
+        rx_stats_read(storage.loop, &s)
+        return ReceiverStats(s)
+    }
+
+    public var isRunning: Bool { rx_loop_state(storage.loop) == Int32(RX_STATE_RUNNING.rawValue) }
+
+    /// Runs one command on the loop thread and waits for its result.
+    private func command(_ c: rx_cmd) throws(ReceiverError) -> Int32 {
+        var c = c
+        let deadline = MonotonicClock.seconds() + Self.commandTimeout
+        var seq: Int64 = -1
+        while true {
+            seq = storage.producer.withLock { _ in rx_cmd_push(storage.loop, &c) }
+            if seq >= 0 || seq != -Int64(EAGAIN) || MonotonicClock.seconds() > deadline { break }
+            usleep(500)
+        }
+        withUnsafeMutableBytes(of: &c.key) { sodium_memzero($0.baseAddress, $0.count) }
+        guard seq >= 0 else { throw ReceiverError("the receive loop does not take commands (\(seq))") }
+        var result: Int32 = 0
+        while rx_cmd_result(storage.loop, UInt32(truncatingIfNeeded: seq), &result) == 0 {
+            guard isRunning, MonotonicClock.seconds() < deadline else {
+                throw ReceiverError("the receive loop is not running")
+            }
+            usleep(100)
+        }
+        return result
+    }
+
+    private static func cmd(_ op: rx_op, _ id: DatagramSessionID) -> rx_cmd {
+        var c = rx_cmd()
+        c.op = UInt8(op.rawValue)
+        withUnsafeMutableBytes(of: &c.id) { raw in
+            for (i, b) in id.bytes.enumerated() { raw[i] = b }
+        }
+        return c
+    }
+
+    /// Opens datagrams of this session from now on.
+    public func addSession(_ id: DatagramSessionID, key: DatagramKey) throws(ReceiverError) {
+        var c = Self.cmd(RX_OP_ADD_SESSION, id)
+        key.withPointer { k in
+            withUnsafeMutableBytes(of: &c.key) { raw in
+                raw.baseAddress!.copyMemory(from: k, byteCount: DatagramKey.byteCount)
+            }
+        }
+        let r = try command(c)
+        if r >= 0 {
+            slots.withLock { $0[id] = Int(r) }
+            return
+        }
+        switch -r {
+        case EEXIST: throw ReceiverError("session \(id) is already live")
+        case ENOSPC: throw ReceiverError("too many live sessions (\(DatagramOpener.capacity))")
+        default: throw ReceiverError("adding session \(id): \(String(cString: strerror(-r)))")
+        }
+    }
+
+    /// Ends a session: what it still holds plays out at once, its buttons are
+    /// released, and its datagrams are dropped from now on. False if unknown.
+    @discardableResult
+    public func removeSession(_ id: DatagramSessionID) throws(ReceiverError) -> Bool {
+        slots.withLock { _ = $0.removeValue(forKey: id) }
+        return try command(Self.cmd(RX_OP_REMOVE_SESSION, id)) == 0
+    }
+
+    /// Datagrams of this session opened so far (what its receipts say);
+    /// nil for a session the loop does not hold.
+    public func datagramsOpened(_ id: DatagramSessionID) -> UInt64? {
+        guard let slot = slots.withLock({ $0[id] }) else { return nil }
+        var s = rx_stats()
+        rx_stats_read(storage.loop, &s)
+        return withUnsafeBytes(of: s.slot_opened) { $0.bindMemory(to: UInt64.self)[slot] }
+    }
+
+    /// What came over the control channel (a button, or internet-fallback
+    /// motion or scroll), played at its sender time through the session's
+    /// playout like its datagrams. False if the session is unknown.
+    @discardableResult
+    public func push(_ id: DatagramSessionID, _ datagram: Datagram) throws(ReceiverError) -> Bool {
+        var c = Self.cmd(RX_OP_PUSH, id)
+        c.pkt = datagram.packet
+        return try command(c) == 0
+    }
+
+    /// A button change from the control channel (see `push`).
+    @discardableResult
+    public func button(_ id: DatagramSessionID, code: UInt16, down: Bool,
+                       senderTimeMicros: UInt64) throws(ReceiverError) -> Bool {
+        try push(id, Datagram(.button(code: code, down: down), senderTimeMicros: senderTimeMicros))
+    }
+
+    /// Ends every session (flushing it) and stops the loop thread. Idempotent.
+    public func stop() {
+        let first = stopped.withLock { s -> Bool in defer { s = true }; return !s }
+        guard first else { return }
+        if rx_loop_state(storage.loop) != Int32(RX_STATE_STOPPED.rawValue) {
+            var c = rx_cmd()
+            c.op = UInt8(RX_OP_STOP.rawValue)
+            // A full ring drains within a tick; the stop then fits.
+            while storage.producer.withLock({ _ in rx_cmd_push(storage.loop, &c) }) == -Int64(EAGAIN) {
+                usleep(500)
+            }
+        }
+        storage.finished.wait()
+        // The loop writes no more records: the recorder drains what is left.
+        if let r = recorder {
+            let s = stats
+            r.finish(unrecorded: s.unrecordedArrivals + s.recordErrors)
+        }
+    }
+}

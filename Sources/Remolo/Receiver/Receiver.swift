@@ -1,0 +1,305 @@
+// The receiver: the C hot loop (CSources/RemoloCore/rx*.c) on a thread of
+// its own, the TCP control plane (handshakes, buttons, bye) around it.
+//
+//   UDP datagrams ---------------------> io_uring loop --> playout --> uinput
+//   TCP: handshake -> add session ------> command ring ----^
+//        button / bye / close ----------> command ring ----^
+//
+// No C type appears in this API.
+internal import Glibc
+internal import RemoloCore
+import Foundation
+import RemoloSession
+import RemoloSystem
+import Synchronization
+
+/// The whole receiver: a UDP receive loop and a TCP control server on the
+/// same address and port. Each confirmed session registers its datagram key
+/// with the loop; buttons from its control channel go into the loop; its
+/// end (bye, close, idle timeout) removes it, releasing its buttons.
+public final class Receiver: @unchecked Sendable {
+    // @unchecked Sendable: immutable after init except `sessions`, which is
+    // behind a Mutex; the loop and the server are thread-safe.
+    public let loop: ReceiveLoop
+    public let server: ControlServer
+    public let trust: ReceiverTrust
+    /// The TCP and UDP port.
+    public let port: UInt16
+    private let udp: Int32
+    private let udpClosed = Mutex(false)
+    private let sessions = SessionTable()
+    private let serverDone = DispatchSemaphore(value: 0)
+    private let onEvent: @Sendable (String) -> Void
+
+    /// Time a session's last datagrams get to land after its bye: the bye
+    /// travels over TCP and may overtake them.
+    static let endGrace: UInt32 = 50_000
+
+    /// - Parameters:
+    ///   - host, port: where to listen (TCP and UDP); port 0 picks one.
+    ///   - recordArrivals: records datagram arrivals as a lab trace; `stop()`
+    ///     finishes it.
+    ///   - onEvent: one line per session event (for logs).
+    public init(host: String = "0.0.0.0", port: UInt16, trust: ReceiverTrust, output: ReceiverOutput,
+                playout: PlayoutConfig = .default, realtimePriority: Int32 = 0,
+                limits: SessionLimits = SessionLimits(), recordArrivals: ArrivalRecorder? = nil,
+                onEvent: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        try ReceiveLoop.probe()
+        let listener = try TCPListener(host: host, port: port)
+        let udp: Int32
+        do {
+            udp = try Self.bindUDP(host: host, port: listener.port)
+        } catch {
+            listener.close()
+            throw error
+        }
+        do {
+            loop = try ReceiveLoop(socket: udp, output: output, playout: playout, realtimePriority: realtimePriority,
+                                   recordArrivals: recordArrivals)
+        } catch {
+            listener.close()
+            close(udp)
+            throw error
+        }
+        self.udp = udp
+        self.port = listener.port
+        self.trust = trust
+        self.onEvent = onEvent
+        let loop = self.loop
+        let sessions = self.sessions
+        server = ControlServer(
+            listener: listener, trust: trust, limits: limits,
+            onRejected: { e in onEvent("refused a connection: \(e)") },
+            onConfirmed: { result throws(SessionError) in
+                let id: DatagramSessionID
+                do {
+                    id = try DatagramSessionID(bytes: result.keys.sessionID.bytes)
+                    try loop.addSession(id, key: DatagramKey(secret: result.keys.datagramKey))
+                } catch {
+                    throw .io("cannot register the session: \(error)")
+                }
+                // One sender drives one session: a new session from the same
+                // key replaces the old one (bye 4), whose datagrams stop
+                // counting now and whose buttons are released.
+                let replaced = sessions.register(id, peer: result.peer)
+                for (old, ender) in replaced {
+                    _ = try? loop.removeSession(old)
+                    ender?.end(.replaced)
+                    onEvent("session \(old) replaced by \(id)")
+                }
+            },
+            onAbandoned: { result in
+                guard let id = try? DatagramSessionID(bytes: result.keys.sessionID.bytes) else { return }
+                _ = try? loop.removeSession(id)
+                sessions.forget(id)
+            },
+            onSession: { channel in Receiver.serve(channel, loop: loop, sessions: sessions, onEvent: onEvent) })
+        let server = self.server
+        let done = serverDone
+        let t = Thread {
+            server.run()
+            done.signal()
+        }
+        t.name = "remolo-accept"
+        t.start()
+    }
+
+    deinit { stop() }
+
+    public var stats: ReceiverStats { loop.stats }
+    public var liveSessions: Int { sessions.count }
+
+    /// One live session, for status views.
+    public struct SessionInfo: Sendable {
+        public var id: DatagramSessionID
+        public var peer: PublicKey
+        /// Datagrams of this session opened so far.
+        public var opened: UInt64
+    }
+
+    /// The live sessions, oldest first by id order.
+    public var sessionInfo: [SessionInfo] {
+        sessions.snapshot().map { SessionInfo(id: $0.0, peer: $0.1, opened: loop.datagramsOpened($0.0) ?? 0) }
+            .sorted { $0.id.description < $1.id.description }
+    }
+
+    /// A small table for a person: the loop's delay and lateness, drops by
+    /// reason, and one row per session (`remolo receive --stats` on a terminal).
+    public var statusTable: String {
+        let s = stats
+        var out = "remolo receive  port \(port)  sessions \(liveSessions)  delay \(String(format: "%.1f", Double(s.delayUs) / 1000)) ms"
+        out += "  late packets \(s.latePackets) of \(s.opened)  ticks late \(s.lateTicks) missed \(s.missedTicks)\n"
+        out += "datagrams \(s.datagrams)  opened \(s.opened)  dropped \(s.dropped)"
+        for r in DatagramDropReason.allCases { out += "  \(r.name) \(s[r])" }
+        out += "\n\n  session           sender fingerprint                         opened\n"
+        for i in sessionInfo {
+            out += "  \(i.id)  \(i.peer.fingerprint)  \(i.opened)\n"
+        }
+        if liveSessions == 0 { out += "  (no session)\n" }
+        return out
+    }
+
+    /// How long `stop()` waits for sessions to say bye before the loop goes.
+    static let byeWait = 1.0
+
+    /// Stops accepting, ends every session (bye 3, shutting down) and the
+    /// loop. Idempotent.
+    public func stop() {
+        if !server.listener.isClosed {
+            server.stop()
+            serverDone.wait()
+        }
+        // Each session's own thread wakes, says bye and removes its session.
+        sessions.endAll(.shuttingDown)
+        let deadline = MonotonicClock.seconds() + Self.byeWait
+        while sessions.serving > 0 && MonotonicClock.seconds() < deadline { usleep(2000) }
+        loop.stop()
+        // The loop's ring is gone: nothing reads the socket any more.
+        udpClosed.withLock { closed in
+            if !closed { close(udp); closed = true }
+        }
+    }
+
+    /// Runs on the connection's thread until the session ends.
+    private static func serve(_ channel: ControlChannel, loop: ReceiveLoop,
+                              sessions: SessionTable,
+                              onEvent: @Sendable (String) -> Void) {
+        guard let id = try? DatagramSessionID(bytes: channel.keys.sessionID.bytes) else { return }
+        // Replaced (or the receiver stopping) between key confirmation and here.
+        guard sessions.attach(id, channel.ender) else {
+            channel.close(saying: sessions.isStopping ? .shuttingDown : .replaced)
+            return
+        }
+        defer { sessions.detach() }
+        onEvent("session \(id) from \(channel.peer.fingerprint)\(channel.result.isPairing ? " (newly paired)" : "")")
+        var why = "closed"
+        var grace = true
+        channel.afterPong = { .receipt(loop.datagramsOpened(id) ?? 0) }
+        var lastButton: UInt32?
+        loop: while true {
+            do throws(SessionError) {
+                let m = try channel.receive()
+                if case .pong = m { continue }   // nothing asked for it; it renewed the idle deadline
+                if case .button(let b) = m {
+                    if let last = lastButton, b.sequence != last &+ 1 {
+                        channel.close(saying: .protocolError)
+                        why = "button sequence \(b.sequence) after \(last); said bye (protocol error)"
+                        break loop
+                    }
+                    lastButton = b.sequence
+                }
+                guard let d = played(m) else {
+                    // Settings belong to the sender (the curve runs where the
+                    // samples are); a receiver that took them would apply
+                    // acceleration twice. Unsupported: the session ends.
+                    channel.close(saying: .protocolError)
+                    why = "unsupported control message \(m); said bye (protocol error)"
+                    break loop
+                }
+                _ = try? loop.push(id, d)
+            } catch {
+                why = "\(error)"
+                if case .ended = error { grace = false }
+                if case .timedOut = error { grace = false }
+                break loop
+            }
+        }
+        // After the sender's own end (bye or close), its last datagrams may
+        // still be in flight behind the faster TCP segment: they count for
+        // `endGrace` more (README, Protocol, "Timeouts and limits").
+        if grace { usleep(endGrace) }
+        _ = try? loop.removeSession(id)
+        sessions.forget(id)
+        onEvent("session \(id) ended: \(why)")
+    }
+
+    /// The playout packet for what a control message asks to play; nil for
+    /// a message the receiver does not accept. Sender times are ns on the
+    /// wire and us in the playout: converted here, once.
+    static func played(_ m: ControlMessage) -> Datagram? {
+        switch m {
+        case .button(let b):
+            return Datagram(.button(code: b.button.evdevCode, down: b.isDown), senderTimeMicros: b.senderTimeNs / 1000)
+        case .motion(let e):
+            return Datagram(.motion(dx: e.dx, dy: e.dy), senderTimeMicros: e.senderTimeNs / 1000)
+        case .scroll(let e):
+            // dx horizontal (right positive), dy vertical (up positive), Q8 hi-res units.
+            return Datagram(.scroll(vertical: e.dy, horizontal: e.dx), senderTimeMicros: e.senderTimeNs / 1000)
+        case .settings, .receipt, .ping, .pong, .bye:
+            return nil
+        }
+    }
+
+    /// A UDP socket bound to host:port (IPv4 or IPv6 literal, or a name).
+    static func bindUDP(host: String, port: UInt16) throws(ReceiverError) -> Int32 {
+        do { return try Socket.bindUDP(host: host, port: port) } catch { throw ReceiverError(error.description) }
+    }
+}
+
+/// The sessions the control plane has registered, by datagram session id:
+/// whose they are and how to end them from another thread.
+private final class SessionTable: Sendable {
+    struct Entry {
+        let peer: PublicKey
+        var ender: ChannelEnder?
+    }
+    struct State {
+        var entries: [DatagramSessionID: Entry] = [:]
+        var serving = 0
+        var stopping = false
+    }
+    let state = Mutex(State())
+
+    var count: Int { state.withLock { $0.entries.count } }
+
+    func snapshot() -> [(DatagramSessionID, PublicKey)] { state.withLock { $0.entries.map { ($0.key, $0.value.peer) } } }
+    var serving: Int { state.withLock { $0.serving } }
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Adds a confirmed session; returns the sessions of the same peer it replaces.
+    func register(_ id: DatagramSessionID, peer: PublicKey) -> [(DatagramSessionID, ChannelEnder?)] {
+        state.withLock { st in
+            let old = st.entries.filter { $0.value.peer == peer }.map { ($0.key, $0.value.ender) }
+            for (o, _) in old { st.entries[o] = nil }
+            st.entries[id] = Entry(peer: peer)
+            return old
+        }
+    }
+
+    /// The session's thread starts serving it; false if it was replaced
+    /// (or the receiver is stopping) in the meantime.
+    func attach(_ id: DatagramSessionID, _ ender: ChannelEnder) -> Bool {
+        state.withLock { st in
+            guard !st.stopping, st.entries[id] != nil else { return false }
+            st.entries[id]?.ender = ender
+            st.serving += 1
+            return true
+        }
+    }
+
+    func detach() { state.withLock { $0.serving -= 1 } }
+
+    func forget(_ id: DatagramSessionID) { state.withLock { _ = $0.entries.removeValue(forKey: id) } }
+
+    /// Asks every session's thread to end its session with `reason`.
+    func endAll(_ reason: ByeReason) {
+        let enders = state.withLock { st -> [ChannelEnder] in
+            st.stopping = true
+            return st.entries.values.compactMap(\.ender)
+        }
+        for e in enders { e.end(reason) }
+    }
+}
+
+extension MouseButton {
+    /// The Linux BTN_* code.
+    public var evdevCode: UInt16 {
+        switch self {
+        case .left: 0x110
+        case .right: 0x111
+        case .middle: 0x112
+        case .back: 0x113
+        case .forward: 0x114
+        }
+    }
+}

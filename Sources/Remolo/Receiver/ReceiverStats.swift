@@ -1,0 +1,155 @@
+// The receive loop's counters, as the README names them.
+
+internal import RemoloCore
+import Foundation
+
+/// The receive loop's counters.
+public struct ReceiverStats: Sendable, Equatable {
+    /// Datagrams received (any content).
+    public var datagrams: UInt64
+    /// Datagrams that opened (authentic, fresh, for a live session).
+    public var opened: UInt64
+    /// Datagrams dropped, by reason.
+    public var drops: [DatagramDropReason: UInt64]
+    /// Longer than a receive buffer (also counted as `.long`).
+    public var truncated: UInt64
+    /// The provided-buffer ring ran dry (the kernel dropped datagrams).
+    public var bufferRingEmpty: UInt64
+    /// Times the multishot receive had to be armed (1 = never re-armed).
+    public var receiveArms: UInt64
+    public var receiveErrors: UInt64
+    /// Packets that missed their playout slot and were replayed from now.
+    public var latePackets: UInt64
+    /// Packets whose deltas were over the single-packet bound (1024 px per
+    /// axis, 10 notches), clamped to it.
+    public var clampedPackets: UInt64
+    /// The playout delay (us) of the session that last received a packet.
+    public var delayUs: UInt64
+    /// Drain ticks handled; ticks that found the timer had fired more than
+    /// once since the last one; the expirations they missed.
+    public var ticks: UInt64
+    public var lateTicks: UInt64
+    public var missedTicks: UInt64
+    /// Frames written to the output (one write() each).
+    public var frames: UInt64
+    public var splitFrames: UInt64
+    public var writeErrors: UInt64
+    /// errno of the last failed write, 0 if none.
+    public var lastWriteErrno: Int32
+    public var timerStarts: UInt64
+    public var timerStops: UInt64
+    public var timerRunning: Bool
+    public var commands: UInt64
+    public var commandErrors: UInt64
+    public var sessionsAdded: UInt64
+    public var sessionsRemoved: UInt64
+    public var liveSessions: Int
+    /// Button changes pushed into playouts.
+    public var buttons: UInt64
+    /// Everything written, summed: REL_X, REL_Y (pixels), REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES.
+    public var totalDX: Int64
+    public var totalDY: Int64
+    public var totalWheelHiRes: Int64
+    public var totalHWheelHiRes: Int64
+    /// The loop thread runs SCHED_FIFO.
+    public var realtime: Bool
+    /// io_uring setup flags in use (IORING_SETUP_*).
+    public var ringFlags: UInt32
+    /// Arrival records written for `ArrivalRecorder`; records lost because
+    /// its pipe was full (the loop never waits for it); other write failures.
+    public var recordedArrivals: UInt64
+    public var unrecordedArrivals: UInt64
+    public var recordErrors: UInt64
+
+    public var dropped: UInt64 { drops.values.reduce(0, +) }
+    public subscript(reason: DatagramDropReason) -> UInt64 { drops[reason] ?? 0 }
+
+    init(_ s: rx_stats) {
+        datagrams = s.datagrams
+        opened = s.opened
+        var d: [DatagramDropReason: UInt64] = [:]
+        withUnsafeBytes(of: s.drop) { raw in
+            let counts = raw.bindMemory(to: UInt64.self)
+            for r in DatagramDropReason.allCases { d[r] = counts[r.rawValue] }
+        }
+        drops = d
+        truncated = s.truncated
+        bufferRingEmpty = s.enobufs
+        receiveArms = s.recv_arms
+        receiveErrors = s.recv_errors
+        latePackets = s.pushed_late
+        clampedPackets = s.clamped
+        delayUs = s.delay_us
+        ticks = s.ticks
+        lateTicks = s.late_ticks
+        missedTicks = s.missed_ticks
+        frames = s.frames
+        splitFrames = s.frames_split
+        writeErrors = s.write_errors
+        lastWriteErrno = Int32(truncatingIfNeeded: s.last_write_errno)
+        timerStarts = s.timer_starts
+        timerStops = s.timer_stops
+        timerRunning = s.timer_armed != 0
+        commands = s.commands
+        commandErrors = s.command_errors
+        sessionsAdded = s.sessions_added
+        sessionsRemoved = s.sessions_removed
+        liveSessions = Int(s.sessions_live)
+        buttons = s.buttons
+        totalDX = Int64(bitPattern: s.sum_dx)
+        totalDY = Int64(bitPattern: s.sum_dy)
+        totalWheelHiRes = Int64(bitPattern: s.sum_wheel_hires)
+        totalHWheelHiRes = Int64(bitPattern: s.sum_hwheel_hires)
+        realtime = s.rt != 0
+        ringFlags = UInt32(truncatingIfNeeded: s.setup_flags)
+        recordedArrivals = s.records
+        unrecordedArrivals = s.record_dropped
+        recordErrors = s.record_errors
+    }
+
+    /// One JSON object on one line (`remolo receive --stats-json`): every
+    /// counter, drops under the README's reason names.
+    public var json: String {
+        var fields: [(String, String)] = [
+            ("datagrams", "\(datagrams)"), ("opened", "\(opened)"), ("dropped", "\(dropped)"),
+        ]
+        let drops = DatagramDropReason.allCases.map { "\"\($0.name)\":\(self[$0])" }.joined(separator: ",")
+        fields.append(("drops", "{" + drops + "}"))
+        fields += [
+            ("truncated", "\(truncated)"), ("buffer_ring_empty", "\(bufferRingEmpty)"),
+            ("receive_arms", "\(receiveArms)"), ("receive_errors", "\(receiveErrors)"),
+            ("late_packets", "\(latePackets)"), ("clamped_packets", "\(clampedPackets)"), ("delay_us", "\(delayUs)"),
+            ("ticks", "\(ticks)"), ("late_ticks", "\(lateTicks)"), ("missed_ticks", "\(missedTicks)"),
+            ("frames", "\(frames)"), ("split_frames", "\(splitFrames)"), ("write_errors", "\(writeErrors)"),
+            ("last_write_errno", "\(lastWriteErrno)"), ("timer_starts", "\(timerStarts)"),
+            ("timer_stops", "\(timerStops)"), ("timer_running", "\(timerRunning)"),
+            ("commands", "\(commands)"), ("command_errors", "\(commandErrors)"),
+            ("sessions_added", "\(sessionsAdded)"), ("sessions_removed", "\(sessionsRemoved)"),
+            ("live_sessions", "\(liveSessions)"), ("buttons", "\(buttons)"),
+            ("total_dx", "\(totalDX)"), ("total_dy", "\(totalDY)"),
+            ("total_wheel_hires", "\(totalWheelHiRes)"), ("total_hwheel_hires", "\(totalHWheelHiRes)"),
+            ("realtime", "\(realtime)"), ("ring_flags", "\(ringFlags)"),
+            ("recorded_arrivals", "\(recordedArrivals)"), ("unrecorded_arrivals", "\(unrecordedArrivals)"),
+            ("record_errors", "\(recordErrors)"),
+        ]
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
+
+    /// One line for logs.
+    public var summary: String {
+        var s = "datagrams \(datagrams) opened \(opened) dropped \(dropped)"
+        let reasons = DatagramDropReason.allCases.compactMap { r in self[r] > 0 ? "\(r.name) \(self[r])" : nil }
+        if !reasons.isEmpty { s += " (" + reasons.joined(separator: ", ") + ")" }
+        s += " | late packets \(latePackets) clamped \(clampedPackets)"
+        s += " | ticks \(ticks) late \(lateTicks) missed \(missedTicks) | frames \(frames)"
+        s += " | timer \(timerRunning ? "on" : "off") (starts \(timerStarts)) | sessions \(liveSessions)"
+        s += " | io_uring flags 0x" + String(ringFlags, radix: 16) + (realtime ? " | SCHED_FIFO" : "")
+        if bufferRingEmpty > 0 { s += " | ENOBUFS \(bufferRingEmpty)" }
+        if writeErrors > 0 { s += " | write errors \(writeErrors) (errno \(lastWriteErrno))" }
+        if recordedArrivals + unrecordedArrivals + recordErrors > 0 {
+            s += " | recorded \(recordedArrivals)"
+            if unrecordedArrivals + recordErrors > 0 { s += " (not recorded \(unrecordedArrivals + recordErrors))" }
+        }
+        return s
+    }
+}
