@@ -371,7 +371,8 @@ def field(line, key):
     return int(f[f.index(key) + 1]) if key in f else None
 
 
-def run(args):
+def run(args, results):
+    """Appends one boolean per check to `results`."""
     remolo = os.path.abspath(args.remolo)
     root = tempfile.mkdtemp(prefix="remolo-soak-")
     rx_dir, tx_dir = os.path.join(root, "rx"), os.path.join(root, "tx")
@@ -380,7 +381,6 @@ def run(args):
     log = lambda name: open(os.path.join(root, name + ".log"), "w")
     env = lambda d: dict(os.environ, REMOLO_CONFIG_DIR=d)
     port, relay_port = free_port(), free_port()
-    results = []
     procs = []
 
     def check(ok, what, detail=""):
@@ -405,17 +405,17 @@ def run(args):
         code = wait_for(lambda: next((l.split(": ", 1)[1] for l in text("pair").splitlines()
                                       if l.startswith("pairing code: ")), None), 20)
         if not check(code is not None, "remolo pair issued a code", text("pair")[-300:]):
-            return 1
+            return
         tx0 = start("pair-send", [remolo, "send", "--to", f"{HOST}:{port}", "--pair", code, "--seconds", "0"], tx_dir)
         paired = tx0.wait(20) == 0 and pair.wait(10) == 0
         if not check(paired, "paired", text("pair-send")[-300:]):
-            return 1
+            return
 
         sink = os.path.join(root, "sink")
         rx = start("receive", [remolo, "receive", "--listen", f"{HOST}:{port}", "--sink", sink,
                                "--stats-json", "--stats", "1"], rx_dir)
         if not check(wait_for(lambda: "listening on" in text("receive"), 30), "receiver started", text("receive")[-300:]):
-            return 1
+            return
         queue = SocketQueue(port)
         start_sample = proc_sample(rx.pid)
 
@@ -425,10 +425,10 @@ def run(args):
         wait_for(lambda: "relay ready" in text("relay"), 10)
         send_seconds = args.seconds + 4
         tx = start("send", [remolo, "send", "--to", f"{HOST}:{relay_port}", "--gesture", "swipe",
-                            "--size", str(max(600, 100 * args.seconds)), "--seconds", str(send_seconds)], tx_dir)
+                            "--size", str(int(min(5000, max(600, 100 * args.seconds)))), "--seconds", str(send_seconds)], tx_dir)
         if not check(bool(wait_for(lambda: len(read_captured(capture)) >= 80, 20)), "real session running through the relay",
                      text("send")[-300:] + text("receive")[-300:]):
-            return 1
+            return
 
         # The flood and the stalls, for --seconds.
         flood_t0 = time.monotonic()
@@ -486,7 +486,10 @@ def run(args):
               f" ({1e9 * (flood_end['cpu_s'] - flood_start['cpu_s']) / max(1, final.get('datagrams', 1)):.0f} ns per datagram)")
         print(f"  receiver RSS: {start_sample['rss_kb']} kB at start, {warm['rss_kb']} kB warm"
               f" ({warm['t'] - flood_start['t']:.0f} s into the flood), {end_sample['rss_kb']} kB at end"
-              f" (max {max(s['rss_kb'] for s in series)} kB)")
+              f" (max {max(s['rss_kb'] for s in series + [end_sample])} kB)")
+        tenths = [next((s for s in series if s["t"] - flood_start["t"] >= k * args.seconds / 10 - 0.5), series[-1])
+                  for k in range(11)]
+        print("  receiver RSS every tenth of the flood (kB): " + " ".join(str(s["rss_kb"]) for s in tenths))
         print(f"  receiver fds: {start_sample['fds']} at start, {max(s['fds'] for s in series)} max, {end_sample['fds']} at end;"
               f" threads {start_sample['threads']} / {max(s['threads'] for s in series)} / {end_sample['threads']}")
         print(f"  kernel drops at the receiver socket: {kq[2] if kq else '?'}; flood waits for the queue:"
@@ -531,6 +534,10 @@ def run(args):
         check(growth <= 1024, "receiver RSS does not grow once warm (bound 1024 kB)",
               f"{warm['rss_kb']} -> {end_sample['rss_kb']} kB")
         check(final.get("write_errors") == 0 and final.get("live_sessions") == 0, "no write errors, no session left")
+    except Exception as e:  # a timeout or a process that never answered: a failure, with its traceback
+        import traceback
+        traceback.print_exc()
+        check(False, f"the soak itself stopped: {e!r}")
     finally:
         for p in procs:
             if p.poll() is None:
@@ -541,9 +548,9 @@ def run(args):
         else:
             import shutil
             shutil.rmtree(root, ignore_errors=True)
-    failed = results.count(False)
-    print(f"soak: {len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+        # Always the last line, whichever way the run ended.
+        failed = results.count(False)
+        print(f"soak: {len(results) - failed} passed, {failed} failed", flush=True)
 
 
 def main():
@@ -566,7 +573,9 @@ def main():
     y.add_argument("--capture", required=True)
     a = ap.parse_args()
     if a.cmd == "run":
-        sys.exit(run(a))
+        results = []
+        run(a, results)
+        sys.exit(0 if results and all(results) else 1)
     if a.cmd == "flood":
         flood(a)
     else:
