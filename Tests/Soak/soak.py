@@ -17,7 +17,7 @@ real datagram, so the flood can replay them). Then, for S seconds:
   well-formed datagrams of sessions that do not exist, datagrams of the
   real session sealed under a wrong key (with counters far ahead of the
   real ones), and replays of the real session's datagrams;
-- 100 TCP connections open and stall (half silent, half after two bytes of
+- 100 TCP connections open and stall (half silent, half after one byte of
   a handshake frame), and are reopened whenever the receiver closes them.
 
 A flood on the same machine shares the receiver's CPU, which a flood from
