@@ -122,7 +122,7 @@ def read_captured(path):
 
 def flood(args):
     """One junk sender: one socket, every kind of junk in turn, until
-    --seconds pass; prints what it sent, by kind, as JSON."""
+    --until; prints what it sent, by kind, as JSON."""
     rng = random.Random(args.seed)
     port = args.port
     captured = read_captured(args.capture)
@@ -149,7 +149,10 @@ def flood(args):
     waits = 0
     replays = []
     next_refresh = 0.0
-    end = time.monotonic() + args.seconds
+    # One deadline for every flooder (CLOCK_MONOTONIC is system-wide), however
+    # late each one started: the flood must be over while the real session
+    # is still live, or its replays count as unknown_session.
+    end = args.until
     order = ["short", "long", "random", "wrong_session", "wrong_key", "replay"]
     i = 0
     while True:
@@ -423,7 +426,9 @@ def run(args, results):
         rel = start("relay", [sys.executable, __file__, "relay", "--listen", str(relay_port), "--to", str(port),
                               "--capture", capture], rx_dir)
         wait_for(lambda: "relay ready" in text("relay"), 10)
-        send_seconds = args.seconds + 4
+        # The session outlives the flood by a wide margin: a loaded machine
+        # can start the sender late or the flood late.
+        send_seconds = args.seconds + 10
         tx = start("send", [remolo, "send", "--to", f"{HOST}:{relay_port}", "--gesture", "swipe",
                             "--size", str(int(min(5000, max(600, 100 * args.seconds)))), "--seconds", str(send_seconds)], tx_dir)
         if not check(bool(wait_for(lambda: len(read_captured(capture)) >= 80, 20)), "real session running through the relay",
@@ -433,7 +438,7 @@ def run(args, results):
         # The flood and the stalls, for --seconds.
         flood_t0 = time.monotonic()
         floods = [subprocess.Popen([sys.executable, __file__, "flood", "--port", str(port), "--capture", capture,
-                                    "--seconds", str(args.seconds), "--seed", str(i)],
+                                    "--until", repr(flood_t0 + args.seconds), "--seed", str(i)],
                                    stdout=subprocess.PIPE, stderr=log(f"flood{i}"), stdin=subprocess.DEVNULL)
                   for i in range(args.workers)]
         procs.extend(floods)
@@ -445,6 +450,7 @@ def run(args, results):
             time.sleep(min(1.0, max(0.05, args.seconds - (time.monotonic() - flood_t0))))
             series.append(proc_sample(rx.pid))
         outs = [json.loads(f.communicate(timeout=30)[0] or "{}") for f in floods]
+        check(tx.poll() is None, "the real session outlived the flood")
         flood_end = proc_sample(rx.pid)
         flood_wall = flood_end["t"] - flood_start["t"]
         stalls.stop.set()
@@ -565,7 +571,7 @@ def main():
     f = sub.add_parser("flood")
     f.add_argument("--port", type=int, required=True)
     f.add_argument("--capture", required=True)
-    f.add_argument("--seconds", type=float, required=True)
+    f.add_argument("--until", type=float, required=True, help="CLOCK_MONOTONIC seconds (Python's time.monotonic)")
     f.add_argument("--seed", type=int, default=0)
     y = sub.add_parser("relay")
     y.add_argument("--listen", type=int, required=True)
