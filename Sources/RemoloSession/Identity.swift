@@ -303,6 +303,34 @@ public struct PeerList: Sendable, Equatable {
         }
     }
 
+    /// The lock file beside a peer file (`authorized-senders.lock`): it is
+    /// never renamed over, unlike the peer file itself, so one flock on it
+    /// serializes every writer.
+    public static func lockPath(for path: String) -> String { path + ".lock" }
+
+    /// Re-reads the file at `path`, applies `change` and writes the result,
+    /// all under an exclusive `flock(2)` on `lockPath(for: path)`. Two
+    /// processes (or two threads) changing one peer file at once then both
+    /// keep their change: without the lock each would save the list it read
+    /// before the other's save, and one pairing would be lost. Returns the
+    /// list as written.
+    @discardableResult
+    public static func update(at path: String, _ change: (inout PeerList) -> Void) throws(ConfigError) -> PeerList {
+        let lock = lockPath(for: path)
+        let fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .errno(lock, "open") }
+        defer { close(fd) } // releases the lock, after the rename below
+        while flock(fd, LOCK_EX) != 0 {
+            guard Glibc.errno == EINTR else { throw .errno(lock, "flock") }
+        }
+        var list = try load(from: path)
+        change(&list)
+        try list.save(to: path)
+        return list
+    }
+
+    /// Writes the list as it is, replacing the file. Prefer `update(at:)`
+    /// wherever another process may be changing the same file.
     public func save(to path: String) throws(ConfigError) {
         var text = "# Remolo peer keys: <X25519 public key, hex> <label>\n"
         for e in entries { text += "\(e.key.hex) \(e.label)\n" }

@@ -350,12 +350,20 @@ public final class ReceiverTrust: Sendable {
         try changeAuthorized { $0.add(key, label: label) }
     }
 
-    /// Applies `change` in memory, then persists the result, one change at
-    /// a time (see `persistence`).
+    /// Applies `change`, one change at a time (see `persistence`). With a
+    /// directory the change is applied to the file as it is now, re-read
+    /// under its lock (`PeerList.update(at:)`), and the list in memory
+    /// becomes what was written: a `remolo pair` in another process may have
+    /// authorized a sender meanwhile, and saving this process's older list
+    /// would drop that sender.
     private func changeAuthorized(_ change: (inout PeerList) -> Void) throws(ConfigError) {
         try persistence.withLock { _ throws(ConfigError) in
-            let list = state.withLock { st -> PeerList in change(&st.authorized); return st.authorized }
-            if let d = directory { try list.save(to: d.file(PeerList.authorizedSendersFile)) }
+            guard let d = directory else {
+                state.withLock { change(&$0.authorized) }
+                return
+            }
+            let list = try PeerList.update(at: d.file(PeerList.authorizedSendersFile), change)
+            state.withLock { $0.authorized = list }
         }
     }
 

@@ -43,10 +43,9 @@ extension ControlChannel {
         if let d = directory {
             do {
                 try d.ensureExists()
-                let path = d.file(PeerList.knownReceiversFile)
-                var list = try PeerList.load(from: path)
-                list.add(channel.peer, label: label)
-                try list.save(to: path)
+                // Under the file's lock: another sender process may be
+                // pairing from the same directory right now.
+                try PeerList.update(at: d.file(PeerList.knownReceiversFile)) { $0.add(channel.peer, label: label) }
             } catch {
                 channel.close()
                 throw .config(error)

@@ -136,4 +136,46 @@ struct ConfigFileTests {
         #expect(trust.authorizedSenders.entries.isEmpty)
         #expect(stale.isEmpty, "the file kept revoked senders after rounds \(stale)")
     }
+
+    /// Two receivers on one config directory (say `remolo pair` and
+    /// `remolo receive --pair`), each with its own list in memory, pairing
+    /// from two threads at once: every sender must end up in the file, and
+    /// a revoke by one must not bring back or drop the other's senders.
+    @Test("6: two ReceiverTrust objects on one directory keep each other's changes")
+    func twoTrustsOneDirectory() throws {
+        let root = tempDir("twotrusts")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let dir = ConfigDirectory(path: root)
+        let path = dir.file(PeerList.authorizedSendersFile)
+        let id = Identity.generate()
+        let trusts = [try ReceiverTrust(identity: id, directory: dir), try ReceiverTrust(identity: id, directory: dir)]
+        let keys = (0..<2).map { _ in (0..<60).map { _ in Identity.generate().publicKey } }
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { t in
+            for k in keys[t] {
+                do throws(ConfigError) { try trusts[t].authorize(k, label: "trust \(t)") } catch {
+                    failures.withLock { $0.append(error.description) }
+                }
+            }
+        }
+        let afterAuthorize = try PeerList.load(from: path)
+        let missing = keys.joined().filter { !afterAuthorize.contains($0) }
+        #expect(missing.isEmpty, "\(missing.count) of 120 senders lost by a concurrent save")
+        // Each revokes the even-numbered half of its own senders, at once.
+        DispatchQueue.concurrentPerform(iterations: 2) { t in
+            for (i, k) in keys[t].enumerated() where i % 2 == 0 {
+                do throws(ConfigError) { try trusts[t].revoke(k) } catch {
+                    failures.withLock { $0.append(error.description) }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(3) })")
+        let file = try PeerList.load(from: path)
+        let want = Set(keys.flatMap { $0.enumerated().filter { $0.offset % 2 == 1 }.map(\.element) })
+        #expect(Set(file.entries.map(\.key)) == want, "file holds \(file.entries.count) senders, want \(want.count)")
+        #expect(file.entries.count == want.count, "a sender is listed twice")
+        // The last writer's memory is the file; the lock file is private too.
+        #expect(trusts.contains { $0.authorizedSenders == file })
+        #expect(mode(PeerList.lockPath(for: path)) == 0o600)
+    }
 }
