@@ -83,16 +83,16 @@ public struct Datagram: Equatable, Sendable {
 
     public var payload: DatagramPayload
     /// Sender clock, microseconds.
-    public var senderTimeMicros: UInt64
+    public var senderTimeUs: UInt64
 
-    public init(_ payload: DatagramPayload, senderTimeMicros: UInt64) {
+    public init(_ payload: DatagramPayload, senderTimeUs: UInt64) {
         self.payload = payload
-        self.senderTimeMicros = senderTimeMicros
+        self.senderTimeUs = senderTimeUs
     }
 
     var packet: playout_pkt {
         var p = playout_pkt()
-        p.tx_us = senderTimeMicros
+        p.tx_us = senderTimeUs
         p.kind = payload.kind.rawValue
         switch payload {
         case let .motion(dx, dy): (p.a, p.b) = (dx, dy)
@@ -112,7 +112,7 @@ public struct Datagram: Equatable, Sendable {
         case Int(PLAYOUT_KIND_BUTTON.rawValue): payload = .button(code: p.code, down: p.down != 0)
         default: payload = .heartbeat
         }
-        self.init(payload, senderTimeMicros: p.tx_us)
+        self.init(payload, senderTimeUs: p.tx_us)
     }
 }
 

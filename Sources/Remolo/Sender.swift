@@ -13,7 +13,7 @@ import RemoloSystem
 
 /// The sender's clock: CLOCK_MONOTONIC in microseconds. Datagrams and
 /// control-channel buttons are stamped with it (buttons in nanoseconds).
-public func senderClockMicros() -> UInt64 { MonotonicClock.nowUs() }
+public func senderClockUs() -> UInt64 { MonotonicClock.nowUs() }
 
 /// Why sending failed.
 public struct SenderError: Error, Equatable, CustomStringConvertible, Sendable {
@@ -155,7 +155,7 @@ public final class Sender {
 
     /// Seals and sends one datagram stamped `at` (sender clock, us).
     public func send(_ payload: DatagramPayload, at micros: UInt64) throws {
-        let n = try buffer.withUnsafeMutableBytes { try sealer.seal(Datagram(payload, senderTimeMicros: micros), into: $0) }
+        let n = try buffer.withUnsafeMutableBytes { try sealer.seal(Datagram(payload, senderTimeUs: micros), into: $0) }
         let sent = buffer.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
         lastDatagram = micros
         sessionDatagrams += 1
@@ -302,7 +302,7 @@ public final class Sender {
         let hz = min(max(rate, 1), 120)
         let count = max(1, Int((seconds * hz).rounded()))
         let period = 1 / hz
-        let start = senderClockMicros()
+        let start = senderClockUs()
         var down = false
         var backoff = Self.reconnectBackoff.first
         var nextAttempt = 0.0
@@ -317,7 +317,7 @@ public final class Sender {
                 let t = MonotonicClock.seconds()
                 if t >= nextAttempt {
                     do {
-                        try reopen(at: senderClockMicros())
+                        try reopen(at: senderClockUs())
                         down = false
                         backoff = Self.reconnectBackoff.first
                         onEvent("reconnected to \(host):\(port) (\(stats.framesDropped) frames dropped so far)")
@@ -328,7 +328,7 @@ public final class Sender {
                 }
                 if down { stats.framesDropped += 1; continue }
             }
-            let now = senderClockMicros()
+            let now = senderClockUs()
             do {
                 for b in f.buttons where b.down { try button(b.button, down: true, at: now) }
                 if f.dx != 0 || f.dy != 0 {

@@ -111,7 +111,7 @@ extension RxSuite {
                 rig.send(s.seal(.motion(dx: 25_600, dy: 0)) + [UInt8](repeating: 7, count: 200))
                 expected[.long] = 2
             case .wrongKey:
-                let d = DatagramSealer.seal(Datagram(.motion(dx: 25_600, dy: 0), senderTimeMicros: 1),
+                let d = DatagramSealer.seal(Datagram(.motion(dx: 25_600, dy: 0), senderTimeUs: 1),
                                             counter: 0, key: .random(), session: s.id)
                 rig.send(d)
                 expected[.badTag] = 1
@@ -185,11 +185,11 @@ extension RxSuite {
             let rig = try LoopRig()
             var s = TestSession()
             try rig.loop.addSession(s.id, key: s.key)
-            let t = senderClockMicros()
+            let t = senderClockUs()
             switch path {
             case .controlChannel:
-                #expect(try rig.loop.button(s.id, code: Event.btnLeft, down: true, senderTimeMicros: t))
-                #expect(try rig.loop.button(s.id, code: Event.btnRight, down: true, senderTimeMicros: t + 1))
+                #expect(try rig.loop.button(s.id, code: Event.btnLeft, down: true, senderTimeUs: t))
+                #expect(try rig.loop.button(s.id, code: Event.btnRight, down: true, senderTimeUs: t + 1))
             case .datagram:
                 rig.send(s.seal(.button(code: Event.btnLeft, down: true), at: t))
                 rig.send(s.seal(.button(code: Event.btnRight, down: true), at: t + 1))
@@ -231,7 +231,7 @@ extension RxSuite {
             rig.waitDatagrams(2)
             #expect(rig.stats[.unknownSession] == 1)
             // Buttons for a gone session are refused.
-            #expect(try !rig.loop.button(s.id, code: Event.btnLeft, down: true, senderTimeMicros: 1))
+            #expect(try !rig.loop.button(s.id, code: Event.btnLeft, down: true, senderTimeUs: 1))
             // A new session under the same id starts with fresh counters.
             s = TestSession()
             try rig.loop.addSession(s.id, key: s.key)
@@ -268,7 +268,7 @@ extension RxSuite {
             var s = TestSession()
             try rig.loop.addSession(s.id, key: s.key)
             let n = 3 * Int(REMOLO_RX_BUFS)
-            let t = senderClockMicros()
+            let t = senderClockUs()
             let batch = (0..<n).map { i in s.seal(.motion(dx: 256, dy: -256), at: t + UInt64(i) * 100) }
             for d in batch { rig.send(d) }
             // The socket may drop some if its queue is full; the loop loses none.

@@ -80,7 +80,7 @@ extension RxSuite {
             let tx = try Sender.pair(host: "127.0.0.1", port: rx.port, identity: p.senderID, code: code,
                                      directory: nil, label: "test")
             #expect(p.trust.isAuthorized(p.senderID.publicKey))
-            let t = senderClockMicros()
+            let t = senderClockUs()
             try tx.send(.motion(dx: 256 * 7, dy: 0), at: t)
             try tx.button(.right, down: true, at: t + 1000)
             try tx.button(.right, down: false, at: t + 20_000)
@@ -101,8 +101,8 @@ extension RxSuite {
             defer { rx.stop(); withExtendedLifetime(sink) {} }
             let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
                                         receiver: p.receiverID.publicKey)
-            try tx.button(.left, down: true, at: senderClockMicros())
-            try tx.send(.motion(dx: 2560, dy: 0), at: senderClockMicros())
+            try tx.button(.left, down: true, at: senderClockUs())
+            try tx.send(.motion(dx: 2560, dy: 0), at: senderClockUs())
             usleep(100_000)
             tx.channel.close()     // no bye
             #expect(eventually(3) { rx.stats.sessionsRemoved == 1 })

@@ -68,7 +68,7 @@ extension RxSuite {
             var sent: [Sent] = []
             var total: UInt64 = 0
             for (i, p) in payloads.enumerated() {
-                let t = senderClockMicros()
+                let t = senderClockUs()
                 rig.send(s.seal(p, at: t))
                 total += 1
                 let r: TraceRecord

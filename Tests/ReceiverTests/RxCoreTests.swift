@@ -83,7 +83,7 @@ extension RxSuite {
             let tx = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
             defer { close(tx) }
             let n = 2 * Int(REMOLO_RX_BUFS) + 17
-            let t = senderClockMicros()
+            let t = senderClockUs()
             for i in 0..<n {
                 let d = s.seal(.motion(dx: 256, dy: 0), at: t + UInt64(i) * 50)
                 let r = d.withUnsafeBytes { b in

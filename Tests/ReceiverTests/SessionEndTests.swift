@@ -54,15 +54,15 @@ extension RxSuite {
             defer { rx.stop(); withExtendedLifetime(sink) {} }
             let first = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
                                            receiver: p.receiverID.publicKey)
-            try first.button(.left, down: true, at: senderClockMicros())
+            try first.button(.left, down: true, at: senderClockUs())
             usleep(50_000)
             let second = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
                                             receiver: p.receiverID.publicKey)
             #expect(throws: SessionError.peerSaidBye(.replaced)) { _ = try first.channel.receive(timeout: 3) }
             #expect(rx.liveSessions == 1)
             let before = rx.stats[.unknownSession]
-            try first.send(.motion(dx: 256 * 50, dy: 0), at: senderClockMicros())
-            try second.send(.motion(dx: 256 * 7, dy: 0), at: senderClockMicros())
+            try first.send(.motion(dx: 256 * 50, dy: 0), at: senderClockUs())
+            try second.send(.motion(dx: 256 * 7, dy: 0), at: senderClockUs())
             #expect(eventually(2) { rx.stats[.unknownSession] == before + 1 })
             usleep(100_000)
             second.close()
@@ -93,7 +93,7 @@ extension RxSuite {
             defer { rx.stop(); withExtendedLifetime(sink) {} }
             let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
                                         receiver: p.receiverID.publicKey)
-            let ns = senderClockMicros() * 1000
+            let ns = senderClockUs() * 1000
             try tx.channel.send(.motion(MotionEvent(dx: 256 * 12, dy: -256 * 5, senderTimeNs: ns)))
             try tx.channel.send(.motion(MotionEvent(dx: 256 * 3, dy: 0, senderTimeNs: ns + 33_000_000)))
             // Scroll: dx horizontal (right), dy vertical (up), Q8 hi-res units.
@@ -148,7 +148,7 @@ extension RxSuite.SessionEndTests {
         defer { rx.stop(); withExtendedLifetime(sink) {} }
         let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
                                     receiver: p.receiverID.publicKey)
-        let ns = senderClockMicros() * 1000
+        let ns = senderClockUs() * 1000
         try tx.channel.send(.button(ButtonEvent(button: .left, isDown: true, senderTimeNs: ns, sequence: 41)))
         try tx.channel.send(.button(ButtonEvent(button: .right, isDown: true, senderTimeNs: ns + 1000, sequence: 42)))
         try tx.channel.send(.button(ButtonEvent(button: .left, isDown: false, senderTimeNs: ns + 2000, sequence: 44)))

@@ -9,7 +9,7 @@ import Testing
 /// shared 2-core machine.
 @Suite(.serialized) enum RxSuite {}
 
-func nowSeconds() -> Double { Double(senderClockMicros()) / 1e6 }
+func nowSeconds() -> Double { Double(senderClockUs()) / 1e6 }
 
 /// Polls `condition` until it holds or `timeout` seconds pass.
 @discardableResult
@@ -156,7 +156,7 @@ struct TestSession: ~Copyable {
         sealer = DatagramSealer(key: key, session: id)
     }
 
-    mutating func seal(_ p: DatagramPayload, at t: UInt64 = senderClockMicros()) -> [UInt8] {
-        try! sealer.seal(Datagram(p, senderTimeMicros: t))
+    mutating func seal(_ p: DatagramPayload, at t: UInt64 = senderClockUs()) -> [UInt8] {
+        try! sealer.seal(Datagram(p, senderTimeUs: t))
     }
 }

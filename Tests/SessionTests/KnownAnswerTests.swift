@@ -181,7 +181,7 @@ struct KnownAnswerTests {
         let fromSecret = try DatagramKey(secret: r.keys.datagramKey)
         let fromBytes = try DatagramKey(bytes: Self.hex(t.datagramKey))
         let session = try DatagramSessionID(bytes: r.keys.sessionID.bytes)
-        let d = Datagram(.motion(dx: 785, dy: -1280), senderTimeMicros: 1_000_000)
+        let d = Datagram(.motion(dx: 785, dy: -1280), senderTimeUs: 1_000_000)
         #expect(DatagramSealer.seal(d, counter: 7, key: fromSecret, session: session)
                 == DatagramSealer.seal(d, counter: 7, key: fromBytes, session: session))
         #expect(throws: DatagramError.badKeyLength(64)) { try DatagramKey(secret: SecretBytes(count: 64)) }

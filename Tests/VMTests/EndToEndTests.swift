@@ -138,8 +138,8 @@ extension VMSuite {
             let reader = try EvdevReader(try #require(rx.loop.devnode))
             let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: senderID,
                                         receiver: receiverID.publicKey)
-            try tx.button(.right, down: true, at: senderClockMicros())
-            try tx.send(.motion(dx: 256 * 9, dy: 0), at: senderClockMicros())
+            try tx.button(.right, down: true, at: senderClockUs())
+            try tx.send(.motion(dx: 256 * 9, dy: 0), at: senderClockUs())
             usleep(150_000)
             tx.channel.close()   // no bye
             let events = readUntil(reader) { rx.stats.sessionsRemoved >= 1 }

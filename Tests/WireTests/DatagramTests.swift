@@ -30,11 +30,11 @@ import Testing
         let opener = DatagramOpener()
         try opener.addSession(idA, key: keyA)
         var sealer = DatagramSealer(key: keyA, session: idA, firstCounter: 41)
-        let bytes = try sealer.seal(Datagram(c.payload, senderTimeMicros: c.tx))
+        let bytes = try sealer.seal(Datagram(c.payload, senderTimeUs: c.tx))
         #expect(bytes.count == Datagram.byteCount && bytes.count == 49)
         #expect(sealer.nextCounter == 42)
         let opened = try opener.open(bytes).get()
-        #expect(opened.datagram == Datagram(c.payload, senderTimeMicros: c.tx))
+        #expect(opened.datagram == Datagram(c.payload, senderTimeUs: c.tx))
         #expect(opened.session == idA)
         #expect(opened.counter == 41)
         #expect(opened.slot == 0)
@@ -45,7 +45,7 @@ import Testing
     /// is kind || a || b || tx (checked by decrypting with the bare AEAD).
     @Test(arguments: cases) func layoutIsAsDocumented(_ c: Case) {
         let counter: UInt64 = 0x0102_0304_0506_0708
-        let bytes = DatagramSealer.seal(Datagram(c.payload, senderTimeMicros: c.tx), counter: counter,
+        let bytes = DatagramSealer.seal(Datagram(c.payload, senderTimeUs: c.tx), counter: counter,
                                         key: keyA, session: idA)
         #expect(Array(bytes[0..<8]) == idBytesA)
         #expect(Array(bytes[8..<16]) == [8, 7, 6, 5, 4, 3, 2, 1])
@@ -72,7 +72,7 @@ import Testing
             19 a9 41 31 ad e6 5d 2e ec 21 1e 6e af 43 4e 27 f8
             ec 8a 9d ac 59 b9 a2 59 5b 10 2e 12 e4 25 6c ae
             """)
-        let d = Datagram(.motion(dx: 785, dy: -1280), senderTimeMicros: 1_000_000)
+        let d = Datagram(.motion(dx: 785, dy: -1280), senderTimeUs: 1_000_000)
         #expect(DatagramSealer.seal(d, counter: 0, key: keyA, session: idA) == vector)
         let opener = DatagramOpener()
         try opener.addSession(idA, key: keyA)
@@ -85,7 +85,7 @@ import Testing
         #expect(wire_init(&w) == 0)
         defer { wire_deinit(&w) }
         #expect(wire_add_session(&w, idBytesA, keyBytesA) == 0)
-        let bytes = DatagramSealer.seal(Datagram(.button(code: 0x111, down: true), senderTimeMicros: 99),
+        let bytes = DatagramSealer.seal(Datagram(.button(code: 0x111, down: true), senderTimeUs: 99),
                                         counter: 3, key: keyA, session: idA)
         var rx = wire_rx()
         #expect(wire_open(&w, bytes, bytes.count, &rx) == 0)
@@ -100,7 +100,7 @@ import Testing
     /// the reason its field implies, the counter never moves, and the
     /// original still opens afterwards.
     @Test func everyBitOfEveryByteIsRefused() throws {
-        let original = DatagramSealer.seal(Datagram(.motion(dx: 512, dy: -256), senderTimeMicros: 5_000),
+        let original = DatagramSealer.seal(Datagram(.motion(dx: 512, dy: -256), senderTimeUs: 5_000),
                                            counter: 77, key: keyA, session: idA)
         let opener = DatagramOpener()
         try opener.addSession(idA, key: keyA)
@@ -152,10 +152,10 @@ import Testing
         }
 
         func bytes() -> [UInt8] {
-            let m = Datagram(.motion(dx: 1, dy: 2), senderTimeMicros: 3)
+            let m = Datagram(.motion(dx: 1, dy: 2), senderTimeUs: 3)
             switch self {
             case let .valid(c, p):
-                return DatagramSealer.seal(Datagram(p, senderTimeMicros: c &* 8_333), counter: c, key: keyA, session: idA)
+                return DatagramSealer.seal(Datagram(p, senderTimeUs: c &* 8_333), counter: c, key: keyA, session: idA)
             case let .raw(c, k, a, b):
                 return rawDatagram(key: keyBytesA, id: idBytesA, counter: c, kind: k, a: a, b: b)
             case let .wrongKey(c):
@@ -276,14 +276,14 @@ import Testing
         var a = DatagramSealer(key: keyA, session: idA, firstCounter: 100)
         var b = DatagramSealer(key: keyB, session: idB)
         for i in 0..<20 {
-            let d = Datagram(.motion(dx: Int32(i), dy: 0), senderTimeMicros: UInt64(i))
+            let d = Datagram(.motion(dx: Int32(i), dy: 0), senderTimeUs: UInt64(i))
             let oa = try opener.open(try a.seal(d)).get()
             let ob = try opener.open(try b.seal(d)).get()
             #expect(oa.slot == slotA && oa.session == idA && oa.counter == 100 + UInt64(i))
             #expect(ob.slot == slotB && ob.session == idB && ob.counter == UInt64(i))
         }
         // B's key on A's id: refused.
-        let cross = DatagramSealer.seal(Datagram(.heartbeat, senderTimeMicros: 1), counter: 500, key: keyB, session: idA)
+        let cross = DatagramSealer.seal(Datagram(.heartbeat, senderTimeUs: 1), counter: 500, key: keyB, session: idA)
         #expect(Outcome(opener.open(cross)) == .drop(.badTag))
     }
 }
@@ -293,16 +293,16 @@ import Testing
         var s = DatagramSealer(key: keyA, session: idA, firstCounter: .max - 1)
         let opener = DatagramOpener()
         try opener.addSession(idA, key: keyA)
-        #expect(try opener.open(try s.seal(Datagram(.heartbeat, senderTimeMicros: 1))).get().counter == .max - 1)
-        #expect(try opener.open(try s.seal(Datagram(.heartbeat, senderTimeMicros: 2))).get().counter == .max)
-        #expect(throws: DatagramError.counterExhausted) { try s.seal(Datagram(.heartbeat, senderTimeMicros: 3)) }
+        #expect(try opener.open(try s.seal(Datagram(.heartbeat, senderTimeUs: 1))).get().counter == .max - 1)
+        #expect(try opener.open(try s.seal(Datagram(.heartbeat, senderTimeUs: 2))).get().counter == .max)
+        #expect(throws: DatagramError.counterExhausted) { try s.seal(Datagram(.heartbeat, senderTimeUs: 3)) }
     }
 
     @Test func smallBufferIsRefused() throws {
         var s = DatagramSealer(key: keyA, session: idA)
         var buf = [UInt8](repeating: 0, count: 48)
         #expect(throws: DatagramError.bufferTooSmall(needed: 49)) {
-            try buf.withUnsafeMutableBytes { try s.seal(Datagram(.heartbeat, senderTimeMicros: 1), into: $0) }
+            try buf.withUnsafeMutableBytes { try s.seal(Datagram(.heartbeat, senderTimeUs: 1), into: $0) }
         }
         #expect(s.nextCounter == 0)
     }

@@ -116,9 +116,9 @@ enum Python {
             try opener.addSession(id, key: try DatagramKey(bytes: v.key))
             let o = try opener.open(bytes).get()
             #expect(o.session == id && o.slot == 0 && o.counter == v.counter, "vector \(i + 1): \(v.line)")
-            #expect(o.datagram == Datagram(Self.payload(v), senderTimeMicros: v.tx), "vector \(i + 1): \(v.line)")
+            #expect(o.datagram == Datagram(Self.payload(v), senderTimeUs: v.tx), "vector \(i + 1): \(v.line)")
             // And it is the exact byte string our sealer makes.
-            #expect(bytes == DatagramSealer.seal(Datagram(Self.payload(v), senderTimeMicros: v.tx), counter: v.counter,
+            #expect(bytes == DatagramSealer.seal(Datagram(Self.payload(v), senderTimeUs: v.tx), counter: v.counter,
                                                  key: try DatagramKey(bytes: v.key), session: id), "vector \(i + 1)")
         }
     }
@@ -129,7 +129,7 @@ enum Python {
         var input = ""
         var expected: [String] = []
         for v in vs {
-            let d = DatagramSealer.seal(Datagram(Self.payload(v), senderTimeMicros: v.tx), counter: v.counter,
+            let d = DatagramSealer.seal(Datagram(Self.payload(v), senderTimeUs: v.tx), counter: v.counter,
                                         key: try DatagramKey(bytes: v.key), session: try DatagramSessionID(bytes: v.id))
             input += "\(hex(v.key)) \(hex(d))\n"
             expected.append("ok \(hex(v.id)) \(v.counter) \(v.kind) \(v.a) \(v.b) \(v.tx)")

@@ -25,7 +25,7 @@ import Testing
         for (i, id) in ids.enumerated() { #expect(opener.contains(id) == (i != 3)) }
         // Every live session still opens its own datagrams.
         for id in ids where id != ids[3] {
-            let d = DatagramSealer.seal(Datagram(.heartbeat, senderTimeMicros: 1), counter: 1, key: keyA, session: id)
+            let d = DatagramSealer.seal(Datagram(.heartbeat, senderTimeUs: 1), counter: 1, key: keyA, session: id)
             #expect(try opener.open(d).get().session == id)
         }
     }

@@ -210,8 +210,8 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// A button change from the control channel (see `push`).
     @discardableResult
     public func button(_ id: DatagramSessionID, code: UInt16, down: Bool,
-                       senderTimeMicros: UInt64) throws(ReceiverError) -> Bool {
-        try push(id, Datagram(.button(code: code, down: down), senderTimeMicros: senderTimeMicros))
+                       senderTimeUs: UInt64) throws(ReceiverError) -> Bool {
+        try push(id, Datagram(.button(code: code, down: down), senderTimeUs: senderTimeUs))
     }
 
     /// Ends every session (flushing it) and stops the loop thread. Idempotent.

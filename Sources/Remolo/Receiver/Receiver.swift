@@ -219,12 +219,12 @@ public final class Receiver: @unchecked Sendable {
     static func played(_ m: ControlMessage) -> Datagram? {
         switch m {
         case .button(let b):
-            return Datagram(.button(code: b.button.evdevCode, down: b.isDown), senderTimeMicros: b.senderTimeNs / 1000)
+            return Datagram(.button(code: b.button.evdevCode, down: b.isDown), senderTimeUs: b.senderTimeNs / 1000)
         case .motion(let e):
-            return Datagram(.motion(dx: e.dx, dy: e.dy), senderTimeMicros: e.senderTimeNs / 1000)
+            return Datagram(.motion(dx: e.dx, dy: e.dy), senderTimeUs: e.senderTimeNs / 1000)
         case .scroll(let e):
             // dx horizontal (right positive), dy vertical (up positive), Q8 hi-res units.
-            return Datagram(.scroll(vertical: e.dy, horizontal: e.dx), senderTimeMicros: e.senderTimeNs / 1000)
+            return Datagram(.scroll(vertical: e.dy, horizontal: e.dx), senderTimeUs: e.senderTimeNs / 1000)
         case .settings, .receipt, .ping, .pong, .bye:
             return nil
         }
