@@ -43,6 +43,8 @@ public final class TCPConnection: @unchecked Sendable {
         var one: Int32 = 1
         // Buttons and settings are tiny and latency-sensitive: no Nagle delay.
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        // Buttons travel here: the same queue as the pointer datagrams.
+        Socket.markLowLatency(fd)
     }
 
     deinit { close() }
@@ -173,8 +175,8 @@ public final class TCPListener: @unchecked Sendable {
     public let port: UInt16
     private let closed = Mutex(false)
 
-    /// Binds to `host` (numeric IPv4/IPv6 address; "0.0.0.0" or "::" for
-    /// all) and `port` (0 picks a free one, see `port`).
+    /// Binds to `host` (numeric IPv4/IPv6 address; "0.0.0.0" for all IPv4,
+    /// "::" for all IPv6 and IPv4) and `port` (0 picks a free one, see `port`).
     public init(host: String = "0.0.0.0", port: UInt16) throws(SocketError) {
         var failure = "no address for \(host)"
         let fd: Int32?
@@ -184,6 +186,10 @@ public final class TCPListener: @unchecked Sendable {
                 do throws(SystemError) { fd = try Socket.make(a) } catch { failure = error.description; return nil }
                 var one: Int32 = 1
                 setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+                Socket.prepareListening(fd, a)
+                // Accepted connections inherit the marking, and their
+                // handshake replies already travel in the low-latency queue.
+                Socket.markLowLatency(fd)
                 guard bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 else {
                     failure = errnoString("bind \(host):\(port) (is another receiver running?)"); Glibc.close(fd); return nil
                 }
