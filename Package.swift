@@ -72,15 +72,15 @@ let package = Package(
 
         // What the test targets share (subprocesses, paired configs, polling).
         .target(name: "RemoloTestSupport", dependencies: ["Remolo", "RemoloSession", "RemoloSystem"], path: "Tests/Support"),
-        .testTarget(name: "RemoloCoreTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
+        .testTarget(name: "RemoloCoreTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/RemoloCoreTests"),
-        .testTarget(name: "WireTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
+        .testTarget(name: "WireTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                     path: "Tests/WireTests"),
-        .testTarget(name: "SessionTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
+        .testTarget(name: "SessionTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                     path: "Tests/SessionTests"),
-        .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
+        .testTarget(name: "ReceiverTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/ReceiverTests"),
-        .testTarget(name: "InputTests", dependencies: ["RemoloInput"], path: "Tests/InputTests"),
+        .testTarget(name: "InputTests", dependencies: ["RemoloTestSupport", "RemoloInput"], path: "Tests/InputTests"),
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/LabTests"),
         // The commands as processes: pairing lockout, dead sessions, reconnection.

@@ -28,12 +28,7 @@ end (everything sent was relayed, opened, recorded and played).
     var o = Options(args, usage: demoUsage)
     while let flag = o.next() {
         switch flag {
-        case "--scenario":
-            let v = o.value()
-            guard let s = Scenario(name: v) else {
-                fail("unknown scenario '\(v)': valid are " + Scenario.allCases.map { "\($0.rawValue) (\($0.title))" }.joined(separator: ", "))
-            }
-            d.scenario = s
+        case "--scenario": d.scenario = o.scenario()
         case "--seconds": d.seconds = o.double(in: 1...3600)
         case "--seed": d.seed = o.int(in: 0...UInt64.max)
         case "--svg": let v = o.value(); d.svgPath = v == "none" ? nil : v

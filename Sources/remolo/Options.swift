@@ -1,4 +1,5 @@
 import Foundation
+import RemoloLab
 
 // The one option parser of the command line: flags are read in order, each
 // value checked where it is read, and every mistake ends the command with a
@@ -62,6 +63,15 @@ struct Options {
     /// HOST:PORT, [V6]:PORT, or :PORT (the host then `defaultHost`).
     mutating func hostPort(defaultHost: String = "0.0.0.0") -> (host: String, port: UInt16) {
         parseHostPort(value(), what: flag, defaultHost: defaultHost)
+    }
+
+    /// A scenario's name (S1..S7).
+    mutating func scenario() -> Scenario {
+        let v = value()
+        guard let s = Scenario(name: v) else {
+            fail("unknown scenario '\(v)': valid are " + Scenario.allCases.map { "\($0.rawValue) (\($0.title))" }.joined(separator: ", "))
+        }
+        return s
     }
 
     func unknown() -> Never { fail("unknown option '\(flag)'\n\(usage)") }

@@ -22,12 +22,7 @@ usage: remolo relay --scenario NAME --listen ADDR:PORT --to ADDR:PORT [--seed N]
     var o = Options(args, usage: relayUsage)
     while let flag = o.next() {
         switch flag {
-        case "--scenario":
-            let v = o.value()
-            guard let s = Scenario(name: v) else {
-                fail("unknown scenario '\(v)': valid are " + Scenario.allCases.map { "\($0.rawValue) (\($0.title))" }.joined(separator: ", "))
-            }
-            scenario = s
+        case "--scenario": scenario = o.scenario()
         case "--listen": listen = o.value()
         case "--to": to = o.value()
         case "--seed": seed = o.int(in: 0...UInt64.max)

@@ -1,19 +1,8 @@
 import Foundation
 import Testing
+import RemoloTestSupport
 import RemoloInput
 
-/// A seeded generator (SplitMix64): the same seed, the same samples.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite("Acceleration curve (design note, part 1)")
 struct CurveTests {
@@ -121,7 +110,7 @@ struct CurveTests {
     /// The module's own e^x agrees with the platform's to a few ulp over
     /// the range momentum uses (a glide is over long before e^-50).
     @Test func exponentialMatchesThePlatform() {
-        var rng = SeededRandom(seed: 9)
+        var rng = SplitMix64(seed: 9)
         for _ in 0..<100_000 {
             let x = Double.random(in: -50...1, using: &rng)
             let want = Foundation.exp(x)

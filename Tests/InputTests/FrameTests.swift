@@ -1,4 +1,5 @@
 import Testing
+import RemoloTestSupport
 import RemoloInput
 
 @Suite("Frames: clock, conservation, heartbeats (design note, parts 2-3)")
@@ -91,7 +92,7 @@ struct FrameTests {
         ConservationCase(id: 5, seed: 5, rateHz: 120, samples: 100_000),
     ])
     func framesSumToTheSamples(_ c: ConservationCase) throws {
-        var rng = SeededRandom(seed: c.seed)
+        var rng = SplitMix64(seed: c.seed)
         var f = Framer(clock: try FrameClock(rateHz: c.rateHz, startUs: 1_000_000))
         var want = (mx: 0.0, my: 0.0, sv: 0.0, sh: 0.0)
         var got = (mx: Int64(0), my: Int64(0), sv: Int64(0), sh: Int64(0))
@@ -125,7 +126,7 @@ struct FrameTests {
     /// The same through the whole core: touchpad samples, accelerated one by
     /// one, summed into frames; the frames add up to the accelerated samples.
     @Test func touchpadMotionIsConserved() throws {
-        var rng = SeededRandom(seed: 42)
+        var rng = SplitMix64(seed: 42)
         let pad = TouchpadConfig(geometry: try TouchpadGeometry(widthMm: 100, heightMm: 60))
         var core = try InputCore(config: InputConfig(touchpad: pad), startUs: 0)
         let accel = PointerAccelerator(curve: try AccelerationCurve())

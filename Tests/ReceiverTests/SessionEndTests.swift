@@ -5,6 +5,7 @@ import RemoloTrace
 @testable import RemoloSession
 import RemoloSystem
 import Testing
+import RemoloTestSupport
 
 /// How the whole receiver ends sessions, and what the control channel may
 /// still play (README, Protocol: bye reasons, control messages).
@@ -12,19 +13,12 @@ extension RxSuite {
     @Suite struct SessionEndTests {
         typealias Pair = ReceiverTests.Pair
 
-        static func short(idle: Double) -> SessionLimits {
-            var l = SessionLimits()
-            l.idleTimeout = idle
-            l.keepaliveInterval = idle / 3
-            l.answerMargin = idle / 3
-            return l
-        }
 
         @Test("1: a sender that only pings outlives the idle timeout several times, then its motion arrives")
         func pingsKeepTheSession() throws {
             let p = try Pair()
             let sink = try FrameSink()
-            let limits = Self.short(idle: 0.6)
+            let limits = SessionLimits.testing(idle: 0.6)
             let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD),
                                   limits: limits)
             defer { rx.stop(); withExtendedLifetime(sink) {} }

@@ -1,5 +1,6 @@
 import RemoloCore
 import Testing
+import RemoloTestSupport
 
 /// Delay: p95 of the last 240 latenesses + 3 ms, clamped to 6..60 ms, from
 /// 12 ms; grows at once, shrinks by 1% of itself per packet.

@@ -1,5 +1,6 @@
 import RemoloCore
 import Testing
+import RemoloTestSupport
 
 /// The drain: integer deltas at 480 Hz, nothing lost to rounding.
 @Suite struct DrainTests {

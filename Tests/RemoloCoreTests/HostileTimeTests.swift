@@ -5,6 +5,7 @@ import RemoloSession
 import RemoloSystem
 import RemoloCore
 import Testing
+import RemoloTestSupport
 
 /// Hostile or broken senders: defined behaviour, no overflow (the suite
 /// runs under UBSan in CI), and no multi-screen jump from one packet. The

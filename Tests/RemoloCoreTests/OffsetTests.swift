@@ -1,5 +1,6 @@
 import RemoloCore
 import Testing
+import RemoloTestSupport
 
 /// Clock offset: the creeping minimum of (arrival - sender time).
 @Suite struct OffsetTests {

@@ -1,5 +1,6 @@
 import RemoloCore
 import Testing
+import RemoloTestSupport
 
 /// Segment queue: where each packet's motion lands on the receiver's clock.
 @Suite struct SegmentTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import RemoloTestSupport
 @testable import Remolo
 @testable import RemoloSession
 import RemoloSystem
@@ -9,18 +10,11 @@ import RemoloSystem
 /// "Timeouts and limits" and the bye reasons). Short limits, real sockets,
 /// each test longer than every timeout it involves.
 @Suite(.serialized) struct LifetimeTests {
-    static func short(idle: Double = 0.6) -> SessionLimits {
-        var l = SessionLimits()
-        l.idleTimeout = idle
-        l.keepaliveInterval = idle / 3
-        l.answerMargin = idle / 3
-        return l
-    }
 
     @Test("1: pings alone keep a session open for several idle timeouts; then a message still arrives")
     func pingsRenewTheIdleDeadline() throws {
         let p = try Pair()
-        let limits = Self.short()
+        let limits = SessionLimits.testing(idle: 0.6)
         let rx = try LoopbackReceiver(trust: p.trust, limits: limits)
         let ch = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.sender,
                                           receiver: p.receiver.publicKey, limits: limits)
@@ -44,7 +38,7 @@ import RemoloSystem
     @Test("2: the receiver says bye: 1 on silence, 2 on a bad frame", arguments: [1, 2])
     func byeOnIdleAndProtocolError(_ n: Int) throws {
         let p = try Pair()
-        let limits = Self.short(idle: 0.4)
+        let limits = SessionLimits.testing(idle: 0.4)
         let rx = try LoopbackReceiver(trust: p.trust, limits: limits)
         let ch = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.sender,
                                           receiver: p.receiver.publicKey)
@@ -61,7 +55,7 @@ import RemoloSystem
     @Test("3: a sender's keepAlive notices a receiver that stops answering, within the interval plus the margin")
     func senderNoticesSilence() throws {
         let p = try Pair()
-        let limits = Self.short(idle: 0.6)
+        let limits = SessionLimits.testing(idle: 0.6)
         // A receiver that confirms the session and then reads nothing: no pongs.
         let server = ControlServer(listener: try TCPListener(host: "127.0.0.1", port: 0), trust: p.trust,
                                     onSession: { _ in usleep(3_000_000) })

@@ -4,6 +4,7 @@
 import Foundation
 import Remolo
 import RemoloSession
+import RemoloSession
 import RemoloSystem
 
 /// Polls `condition` until it holds or `seconds` pass.
@@ -124,4 +125,30 @@ public func freePort() throws -> UInt16 {
     let l = try TCPListener(host: "127.0.0.1", port: 0)
     defer { l.close() }
     return l.port
+}
+
+/// The tests' one seeded generator (SplitMix64): the same seed, the same
+/// numbers, so every random test replays exactly.
+public struct SplitMix64: RandomNumberGenerator {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension SessionLimits {
+    /// Short limits for tests that must outlast every timeout: idle `idle`
+    /// seconds, a ping every third of it, an answer margin of a third.
+    public static func testing(idle: Double) -> SessionLimits {
+        var l = SessionLimits()
+        l.idleTimeout = idle
+        l.keepaliveInterval = idle / 3
+        l.answerMargin = idle / 3
+        return l
+    }
 }

@@ -5,6 +5,7 @@ import RemoloTrace
 import RemoloSession
 import RemoloSystem
 import Testing
+import RemoloTestSupport
 
 /// Runs Tests/Interop/datagram.py, an independent implementation written
 /// from the documented layout with Python's `cryptography` package.
@@ -66,7 +67,7 @@ enum Python {
 
     /// Deterministic spread of every kind, extreme fields and counters.
     static func vectors() -> [Vector] {
-        var rng = SplitMix(seed: 8439)
+        var rng = SplitMix64(seed: 8439)
         func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
         var v: [Vector] = []
         let fixed: [(UInt8, Int32, Int32)] = [

@@ -6,6 +6,7 @@ import RemoloSession
 import RemoloSystem
 import RemoloCore
 import Testing
+import RemoloTestSupport
 
 @Suite struct SessionTableTests {
     @Test func capacityAndDuplicates() throws {
@@ -33,7 +34,7 @@ import Testing
     /// Random adds and removes (fixed seed) against a plain set: lookups
     /// agree after every step, so deletion never strands an entry.
     @Test(arguments: [1, 2, 3, 4]) func churnAgreesWithAModel(seed: UInt64) throws {
-        var rng = SplitMix(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var w = wire()
         #expect(wire_init(&w) == 0)
         defer { wire_deinit(&w) }
@@ -78,14 +79,3 @@ import Testing
     }
 }
 
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
