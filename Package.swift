@@ -43,9 +43,9 @@ let package = Package(
         // RemoloSystem <- RemoloSession <- Remolo <- remolo (Tests/Layers checks the graph).
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
         .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
-        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
+        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput", "CSodium", "CEvdev"],
                 path: "Sources/Remolo", exclude: ["Lab/RESULTS.md"]),
-        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloSession", "RemoloSystem"], path: "Sources/remolo"),
+        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloInput"], path: "Sources/remolo"),
         .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
                           path: "Bench/Sources"),
 
@@ -65,7 +65,7 @@ let package = Package(
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
         // The commands as processes: pairing lockout, dead sessions, reconnection.
         .testTarget(name: "CLITests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTestSupport"], path: "Tests/CLITests"),
-        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "CEvdev", "RemoloTestSupport"],
+        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput", "CEvdev", "RemoloTestSupport"],
                     path: "Tests/VMTests"),
     ]
 )
