@@ -57,7 +57,7 @@ let package = Package(
                     path: "Tests/WireTests"),
         .testTarget(name: "SessionTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                     path: "Tests/SessionTests"),
-        .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],
+        .testTarget(name: "ReceiverTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput"],
                     path: "Tests/ReceiverTests"),
         .testTarget(name: "InputTests", dependencies: ["RemoloInput"], path: "Tests/InputTests"),
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloCore"],

@@ -341,9 +341,10 @@ extension VMSuite {
             #expect(abs(dx * 256 - want.dxQ8) <= 128, "moved \(dx) px, core \(want.dxQ8) Q8")
             #expect(abs(dy * 256 - want.dyQ8) <= 128, "moved \(dy) px, core \(want.dyQ8) Q8")
             #expect(abs(wheel * 256 - want.scrollVQ8) <= 128, "scrolled \(wheel), core \(want.scrollVQ8) Q8")
-            #expect(dx > 200 && wheel > 400, "one finger moved, two scrolled (natural: fingers down, content up)")
+            #expect(dy > 90 && wheel > 400, "one finger moved, two scrolled (natural: fingers down, content up)")
             let keys = events.filter { $0.type == UInt16(EV_KEY) }
-            #expect(keys == want.keys, "\(keys)")
+            #expect(keys == want.keys, "\(keys): \(tx.output)")
+            #expect(CLIProcess.field("overflows", in: tx.line("device: ") ?? "") == 0, "\(tx.output)")
             // The drag: the second left press holds across motion.
             let lefts = events.indices.filter { events[$0] == .key(BTN_LEFT, true) || events[$0] == .key(BTN_LEFT, false) }
             if lefts.count == 4 {
@@ -363,14 +364,15 @@ extension VMSuite {
             #expect(tx.output.contains("mouse"), "\(tx.output)")
             let played = Mutex(false)
             Thread {
-                for _ in 0..<100 { mouse.write(EV_REL, REL_X, 3); mouse.write(EV_REL, REL_Y, -2); mouse.syn(); usleep(4000) }
+                // 125 Hz, a common mouse's report rate.
+                for _ in 0..<100 { mouse.write(EV_REL, REL_X, 3); mouse.write(EV_REL, REL_Y, -2); mouse.syn(); usleep(8000) }
                 for _ in 0..<5 { mouse.write(EV_REL, REL_WHEEL, 1); mouse.write(EV_REL, REL_WHEEL_HI_RES, 120); mouse.syn(); usleep(8000) }
                 for b in [BTN_RIGHT, BTN_MIDDLE, BTN_SIDE, BTN_EXTRA] {
                     mouse.write(EV_KEY, b, 1); mouse.syn(); usleep(30_000)
                     mouse.write(EV_KEY, b, 0); mouse.syn(); usleep(30_000)
                 }
                 mouse.write(EV_KEY, BTN_LEFT, 1); mouse.syn(); usleep(20_000)
-                for _ in 0..<50 { mouse.write(EV_REL, REL_X, 2); mouse.syn(); usleep(4000) }
+                for _ in 0..<50 { mouse.write(EV_REL, REL_X, 2); mouse.syn(); usleep(8000) }
                 usleep(300_000)
                 tx.signal(SIGINT)   // mid-drag: the receiver must see left go up
                 _ = tx.wait()
@@ -380,6 +382,7 @@ extension VMSuite {
             #expect(tx.wait() == 0, "\(tx.output)")
             #expect(tx.output.contains("ended_by signal"), "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")
+            #expect(CLIProcess.field("overflows", in: tx.line("device: ") ?? "") == 0, "\(tx.output)")
             #expect(CLIProcess.field("dx_q8", in: sent) == 400 * 256 && CLIProcess.field("dy_q8", in: sent) == -200 * 256, "\(sent)")
             #expect(sum(events, REL_X) == 400 && sum(events, REL_Y) == -200, "1:1 mouse motion")
             #expect(sum(events, REL_WHEEL_HI_RES) == 600 && sum(events, REL_WHEEL) == 5, "hi-res wheel")
@@ -459,8 +462,9 @@ extension VMSuite {
                   + " p99 \(CLIProcess.field("sample_to_send_us_p99", in: d) ?? -1): \(d)")
             #expect(sum(events, REL_X) == 600)
             #expect((CLIProcess.field("samples_sent", in: d) ?? 0) >= 590, "\(d)")
-            // A sample waits for its frame (at most 8.3 ms at 120 Hz) plus the work.
-            #expect((CLIProcess.field("sample_to_send_us_p50", in: d) ?? .max) < 20_000, "\(d)")
+            // A sample waits for its frame (at most 8.3 ms at 120 Hz) plus
+            // the work; a debug build under TCG is far slower than hardware.
+            #expect((CLIProcess.field("sample_to_send_us_p50", in: d) ?? .max) < 100_000, "\(d)")
         }
     }
 }

@@ -54,6 +54,8 @@ public struct DeviceRunReport: Sendable {
     public var cpuPercent: Double = 0
     public var seconds: Double = 0
     public var unplugs: UInt64 = 0
+    /// Kernel buffer overflows (SYN_DROPPED): the sender fell behind.
+    public var overflows: UInt64 = 0
 }
 
 extension Sender {
@@ -159,12 +161,18 @@ extension Sender {
                 if r.gone { keyboards.removeAll { $0 === k } }
             }
             if let s = source, fds[0].revents != 0 {
-                if s.read(into: &core) == .gone {
+                let before = s.overflows
+                let r = s.read(into: &core)
+                if s.overflows > before {
+                    report.overflows += s.overflows - before
+                    if report.overflows == 1 { say("remolo: the kernel dropped events of \(info.path): this sender fell behind (CPU starved?); motion was lost") }
+                }
+                if case .gone(let e) = r {
                     report.unplugs += 1
                     try releaseEverything()
                     s.handle.ungrab()
                     source = nil
-                    say("remolo: \(info.path) (\(info.name)) is gone (unplugged or suspended); buttons released; waiting for it to come back")
+                    say("remolo: \(info.path) (\(info.name)) is gone (\(e == ENODEV ? "unplugged or suspended" : String(cString: strerror(e)))); buttons released; waiting for it to come back")
                     nextProbe = 0
                 }
             }
@@ -245,6 +253,13 @@ private enum SignalPipe {
         sa.sa_flags = SA_RESTART
         sigaction(SIGINT, &sa, &saved.int)
         sigaction(SIGTERM, &sa, &saved.term)
+        // A parent may have started this process with them blocked (the
+        // mask is inherited across exec): then Ctrl+C would never let go.
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
         return p[0]
     }
 

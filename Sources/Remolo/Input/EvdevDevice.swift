@@ -221,8 +221,9 @@ final class EvdevHandle {
 enum EvdevRead: Equatable {
     /// Everything available was read.
     case drained
-    /// The device is gone (ENODEV: unplugged, or removed across a suspend).
-    case gone
+    /// The device is gone (ENODEV: unplugged, or removed across a suspend),
+    /// or reading failed with this errno.
+    case gone(Int32)
 }
 
 /// A touchpad or mouse translated into InputCore samples.
@@ -256,6 +257,9 @@ final class PointerSource {
     /// Kernel times (us) of reports that carried motion, not yet in a
     /// datagram: the sample-to-send latency starts there.
     var motionTimes: [UInt64] = []
+    /// Times the kernel's buffer for this reader overflowed (SYN_DROPPED):
+    /// the reader fell behind and relative motion was lost.
+    private(set) var overflows: UInt64 = 0
 
     init(path: String, grab: Bool) throws(InputDeviceError) {
         let h = try EvdevHandle(path: path)
@@ -293,14 +297,14 @@ final class PointerSource {
                 if flags == LIBEVDEV_READ_FLAG_SYNC.rawValue { flags = LIBEVDEV_READ_FLAG_NORMAL.rawValue; continue }
                 return .drained
             }
-            if rc == -ENODEV { return .gone }
-            if rc < 0 { return .gone }
+            if rc < 0 { return .gone(-rc) }
             if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue {
                 // The kernel's buffer overflowed (SYN_DROPPED). libevdev now
                 // hands out the difference to the device's real state, which
                 // goes through the same translation (libevdev docs: "sync
                 // mode"); motion lost in the overflow stays lost.
                 if flags == LIBEVDEV_READ_FLAG_NORMAL.rawValue {
+                    overflows += 1
                     flags = LIBEVDEV_READ_FLAG_SYNC.rawValue
                     rel = (0, 0, 0, 0)
                     continue
