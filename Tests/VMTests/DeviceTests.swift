@@ -316,6 +316,13 @@ extension VMSuite {
             defer { rig.stop() }
             let pad = try Pad.make(name: "Test touchpad")
             let other = try EvdevReader(pad.node)
+            // `remolo devices`: the touchpad is usable and auto's pick; the
+            // receiver's own pointer is not, and says why.
+            let list = try run(CLIProcess.binary, "devices")
+            let lines = list.output.split(separator: "\n").map(String.init)
+            #expect(lines.contains { $0.hasPrefix(pad.node + " ") && $0.contains("touchpad") && $0.contains("100 x 60 mm") }, "\(list.output)")
+            #expect(lines.contains { $0.contains("not usable") && $0.contains("own pointer") }, "\(list.output)")
+            #expect(lines.last == "--device auto: \(pad.node) (Test touchpad)", "\(list.output)")
             let tx = try rig.send(["--device", pad.node, "--grab", "--accel", "0"])
             #expect(tx.output.contains("touchpad"), "\(tx.output)")
             let played = Mutex(false)
