@@ -420,12 +420,13 @@ extension VMSuite {
         @Test func unplugReleasesAndChordLetsGo() throws {
             let rig = try Rig("unplug")
             defer { rig.stop() }
-            let keyboard = try VirtualDevice.keyboard(name: "Test keyboard")
             final class Plug: @unchecked Sendable { var mouse: VirtualDevice? }
             let plug = Plug()
             plug.mouse = try VirtualDevice.mouse(name: "Test mouse 2")
             let tx = try rig.send(["--device", plug.mouse!.node, "--grab"])
             #expect(tx.output.contains("Ctrl+Alt+Esc"), "\(tx.output)")
+            // Plugged in after the sender started: watched all the same.
+            let keyboard = try VirtualDevice.keyboard(name: "Test keyboard")
             let played = Mutex(false)
             let log = Mutex<[String]>([])
             Thread {
@@ -438,7 +439,7 @@ extension VMSuite {
                 let back = eventually(10) { tx.output.contains("is back") }
                 log.withLock { $0 += ["gone \(gone)", "back \(back)"] }
                 for _ in 0..<10 { plug.mouse?.write(EV_REL, REL_Y, 3); plug.mouse?.syn(); usleep(8000) }
-                usleep(300_000)
+                usleep(2_500_000)   // the sender looks for new keyboards every 2 s
                 for k in [KEY_LEFTCTRL, KEY_LEFTALT, KEY_ESC] { keyboard.write(EV_KEY, k, 1); keyboard.syn(); usleep(10_000) }
                 _ = tx.wait(upTo: 10)
                 for k in [KEY_ESC, KEY_LEFTALT, KEY_LEFTCTRL] { keyboard.write(EV_KEY, k, 0); keyboard.syn() }

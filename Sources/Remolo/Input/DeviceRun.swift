@@ -97,7 +97,7 @@ extension Sender {
             ? InputDevices.nodes().filter { $0 != info.path }.compactMap { ChordWatcher(path: $0) } : []
         let what = "\(info.path) (\(info.name), \(info.kind?.rawValue ?? "?"): \(info.note))"
         say("reading \(what)\(options.grab ? ", grabbed" : "")"
-            + (keyboards.isEmpty ? "; let go with Ctrl+C" : "; let go with Ctrl+Alt+Esc or Ctrl+C"))
+            + (options.chord ? "; let go with Ctrl+Alt+Esc (\(keyboards.count) keyboards watched) or Ctrl+C" : "; let go with Ctrl+C"))
 
         let startWall = MonotonicClock.seconds()
         let startCPU = Self.cpuSeconds()
@@ -105,6 +105,8 @@ extension Sender {
         var latencies: [UInt32] = []
         latencies.reserveCapacity(1 << 16)
         var nextProbe = 0.0
+        // Keyboards plugged in later are watched too (looked for every 2 s).
+        var nextKeyboardScan = MonotonicClock.seconds() + 2
         let onEvent = { (s: String) in say("remolo: \(s)") }
 
         /// Sends what the core has queued and the releases of every held
@@ -174,6 +176,13 @@ extension Sender {
                     source = nil
                     say("remolo: \(info.path) (\(info.name)) is gone (\(e == ENODEV ? "unplugged or suspended" : String(cString: strerror(e)))); buttons released; waiting for it to come back")
                     nextProbe = 0
+                }
+            }
+            if options.chord && MonotonicClock.seconds() >= nextKeyboardScan {
+                nextKeyboardScan = MonotonicClock.seconds() + 2
+                let watched = Set(keyboards.map(\.handle.path))
+                for node in InputDevices.nodes() where node != source?.path && !watched.contains(node) {
+                    if let k = ChordWatcher(path: node) { keyboards.append(k) }
                 }
             }
             if source == nil && MonotonicClock.seconds() >= nextProbe {
