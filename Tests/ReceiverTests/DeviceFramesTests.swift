@@ -76,7 +76,6 @@ extension RxSuite {
             let tx = try Sender.connect(host: "127.0.0.1", port: port, identity: p.senderID,
                                         receiver: p.receiverID.publicKey)
             var core = try Self.core()
-            var events: [String] = []
             var stopped = false, restarted = false
             try Self.drive(&core, tx, seconds: 3) { t in
                 if t > 0.8 && !stopped { a?.stop(); stopped = true }
@@ -85,8 +84,6 @@ extension RxSuite {
                     restarted = true
                 }
             }
-            _ = events
-            events = []
             tx.close()
             #expect(b != nil, "the new receiver could not listen on \(port)")
             #expect(eventually(3) { (b?.stats.sessionsRemoved ?? 0) >= 1 })
