@@ -58,14 +58,14 @@ let package = Package(
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
         .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
         .target(name: "RemoloTrace", path: "Sources/RemoloTrace"),
-        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium"],
+        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium", "CEvdev"],
                 path: "Sources/Remolo"),
         .target(name: "RemoloLab", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloCore"],
                 path: "Sources/RemoloLab", exclude: ["RESULTS.md", "figures"]),
         // The page's files (a resource bundle beside the binary) and the bridge's Swift face.
         .target(name: "RemoloWeb", dependencies: ["RemoloSystem", "RemoloWebServer"], path: "Sources/RemoloWeb",
                 resources: [.copy("page")]),
-        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloWeb"],
+        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloWeb", "RemoloInput"],
                           path: "Sources/remolo"),
         .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
                           path: "Bench/Sources"),
@@ -78,7 +78,7 @@ let package = Package(
                     path: "Tests/WireTests"),
         .testTarget(name: "SessionTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                     path: "Tests/SessionTests"),
-        .testTarget(name: "ReceiverTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
+        .testTarget(name: "ReceiverTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput"],
                     path: "Tests/ReceiverTests"),
         .testTarget(name: "InputTests", dependencies: ["RemoloTestSupport", "RemoloInput"], path: "Tests/InputTests"),
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
@@ -89,7 +89,7 @@ let package = Package(
         .testTarget(name: "ServiceTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTestSupport"],
                     path: "Tests/ServiceTests"),
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
-        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CEvdev", "RemoloTestSupport"],
+        .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput", "CEvdev", "RemoloTestSupport"],
                     path: "Tests/VMTests"),
     ]
 )

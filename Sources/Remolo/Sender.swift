@@ -7,6 +7,7 @@
 // same sender clock so the receiver plays them in step with the motion.
 internal import Glibc
 import Foundation
+import RemoloInput
 import RemoloSession
 import RemoloInput
 import RemoloSystem
@@ -39,6 +40,10 @@ public struct SenderStats: Sendable, Equatable {
     public var reconnects: UInt64 = 0
     /// Frames that fell in an outage: their motion was dropped, never sent late.
     public var framesDropped: UInt64 = 0
+    /// Scroll datagrams and their Q8 totals (hi-res wheel units).
+    public var scrollDatagrams: UInt64 = 0
+    public var totalScrollV: Int64 = 0
+    public var totalScrollH: Int64 = 0
     /// Motion sent in the control channel's fallback messages (Q8), and
     /// how often the sender moved to the control channel and back.
     public var fallbackMessages: UInt64 = 0
@@ -87,6 +92,11 @@ public final class Sender {
     /// of any rate average 30 messages a second.
     private var nextFallbackUs: UInt64 = 0
     private var log: (String) -> Void = { _ in }
+    /// Set while the session is lost and a run reconnects: when to try next.
+    private var outage: (backoff: Double, nextAttempt: Double)?
+
+    /// Whether a session is open now (false during an outage).
+    public var isConnected: Bool { outage == nil }
 
     /// Heartbeat period while nothing moves (design note, part 3): the
     /// sender rules' own constant, shared with the lab's model of a sender.
@@ -171,6 +181,10 @@ public final class Sender {
             stats.totalDX += Int64(dx)
             stats.totalDY += Int64(dy)
         case .heartbeat: stats.heartbeats += 1
+        case .scroll(let v, let h):
+            stats.scrollDatagrams += 1
+            stats.totalScrollV += Int64(v)
+            stats.totalScrollH += Int64(h)
         default: break
         }
     }
@@ -303,9 +317,7 @@ public final class Sender {
         let count = max(1, Int((seconds * hz).rounded()))
         let period = 1 / hz
         let start = senderClockUs()
-        var down = false
-        var backoff = Self.reconnectBackoff.first
-        var nextAttempt = 0.0
+        outage = nil
         for i in 0..<count {
             let due = start + UInt64(Double(i + 1) * period * 1_000_000)
             MonotonicClock.sleep(untilUs: due)
@@ -313,21 +325,7 @@ public final class Sender {
             for b in f.buttons {
                 if b.down { held.append(b.button) } else { held.removeAll { $0 == b.button } }
             }
-            if down {
-                let t = MonotonicClock.seconds()
-                if t >= nextAttempt {
-                    do {
-                        try reopen(at: senderClockUs())
-                        down = false
-                        backoff = Self.reconnectBackoff.first
-                        onEvent("reconnected to \(host):\(port) (\(stats.framesDropped) frames dropped so far)")
-                    } catch {
-                        nextAttempt = MonotonicClock.seconds() + backoff
-                        backoff = min(backoff * 2, Self.reconnectBackoff.last)
-                    }
-                }
-                if down { stats.framesDropped += 1; continue }
-            }
+            guard retry(onEvent: onEvent) else { stats.framesDropped += 1; continue }
             let now = senderClockUs()
             do {
                 for b in f.buttons where b.down { try button(b.button, down: true, at: now) }
@@ -342,15 +340,77 @@ public final class Sender {
                 for b in f.buttons where !b.down { try button(b.button, down: false, at: now) }
                 try keepAlive()
             } catch let e as SessionError {
-                stats.sessionsLost += 1
-                channel.close()
-                guard reconnect, reconnector != nil else { throw e }
-                onEvent("session lost: \(e); reconnecting")
-                down = true
-                nextAttempt = 0
+                try lost(e, reconnect: reconnect, onEvent: onEvent)
             }
         }
-        if down { throw SenderError("the session to \(host):\(port) was lost and not restored by the end of the run") }
+        if outage != nil { throw SenderError("the session to \(host):\(port) was lost and not restored by the end of the run") }
+    }
+
+    /// While a session is lost: opens a new one once the back-off allows.
+    /// True when a session is open.
+    private func retry(onEvent: (String) -> Void) -> Bool {
+        guard var o = outage else { return true }
+        guard MonotonicClock.seconds() >= o.nextAttempt else { return false }
+        do {
+            try reopen(at: senderClockUs())
+            outage = nil
+            onEvent("reconnected to \(host):\(port) (\(stats.framesDropped) frames dropped so far)")
+            return true
+        } catch {
+            o.nextAttempt = MonotonicClock.seconds() + o.backoff
+            o.backoff = min(o.backoff * 2, Self.reconnectBackoff.last)
+            outage = o
+            return false
+        }
+    }
+
+    /// The session died: throws, unless `reconnect` (then the outage starts).
+    private func lost(_ e: SessionError, reconnect: Bool, onEvent: (String) -> Void) throws {
+        stats.sessionsLost += 1
+        channel.close()
+        guard reconnect, reconnector != nil else { throw e }
+        onEvent("session lost: \(e); reconnecting")
+        outage = (Self.reconnectBackoff.first, 0)
+    }
+
+    /// One frame of an `InputCore` (a device's samples, `remolo send
+    /// --device`), stamped with the frame's own time: presses first, then
+    /// its motion (a datagram, or the control channel's fallback) and
+    /// scroll, a heartbeat when the core asks for one (or as a UDP probe
+    /// while motion goes over the control channel), releases, then
+    /// keepAlive. During an outage (`reconnect`) the frame's motion is
+    /// dropped and counted, never sent late, and a new session is tried
+    /// with the same back-off as `run`; buttons still held are pressed again
+    /// on it. Returns whether the frame went out.
+    @discardableResult
+    public func send(frame f: Frame, over transport: SenderTransport = .udp, reconnect: Bool,
+                     onEvent: @escaping (String) -> Void) throws -> Bool {
+        log = onEvent
+        if transport == .tcp && !forcedTCP { forcedTCP = true; onControlChannel = true }
+        for c in f.buttons {
+            guard let b = MouseButton(c.button) else { continue }
+            if c.isDown { if !held.contains(b) { held.append(b) } } else { held.removeAll { $0 == b } }
+        }
+        guard retry(onEvent: onEvent) else {
+            if !f.motion.isZero || !f.scroll.isZero { stats.framesDropped += 1 }
+            return false
+        }
+        let t = f.timeUs
+        do {
+            for c in f.buttons where c.isDown { if let b = MouseButton(c.button) { try button(b, down: true, at: c.timeUs) } }
+            if !f.motion.isZero { try move(dx: f.motion.a, dy: f.motion.b, at: t) }
+            if !f.scroll.isZero { try send(.scroll(vertical: f.scroll.a, horizontal: f.scroll.b), at: t) }
+            if f.isHeartbeat || (onControlChannel && t &- lastDatagram >= Self.heartbeatUs) {
+                try send(.heartbeat, at: t)
+            }
+            for c in f.buttons where !c.isDown { if let b = MouseButton(c.button) { try button(b, down: false, at: c.timeUs) } }
+            flushFallback(force: false)
+            try keepAlive()
+        } catch let e as SessionError {
+            try lost(e, reconnect: reconnect, onEvent: onEvent)
+            return false
+        }
+        return true
     }
 
     /// Says bye and closes the session.

@@ -12,6 +12,7 @@ struct Command: Sendable {
 
 let commands: [Command] = [
     Command(name: "demo", summary: "the whole product on this machine over a simulated Wi-Fi link, scored", run: demoCommand),
+    Command(name: "devices", summary: "sender: list the touchpads and mice `send --device` can read, and why others not", run: devicesCommand),
     Command(name: "identity", summary: "print this host's key fingerprint (created on first use)", run: identityCommand),
     Command(name: "pair", summary: "receiver: issue a pairing code and wait for a sender to pair", run: pairCommand),
     Command(name: "receive", summary: "receiver: move this machine's pointer for paired senders", run: receiveCommand),

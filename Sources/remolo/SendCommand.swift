@@ -2,12 +2,17 @@ import Foundation
 import RemoloSession
 import RemoloSystem
 import Remolo
+import RemoloInput
 
-// remolo send: a synthetic sender for demos and tests.
+// remolo send: a touchpad or mouse of this machine (--device), or a
+// synthetic gesture for demos and tests.
 
 let sendUsage = """
 usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
                    [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect] [--over udp|tcp]
+       remolo send --to HOST:PORT --device PATH|auto [--grab] [--accel A]
+                   [--pointer-speed S] [--scroll-speed S] [--no-natural-scroll]
+                   [--no-tap] [--frame-hz HZ] [--seconds N] [--over udp|tcp]
 
   --to        the receiver (remolo receive --listen ...)
   --pair      pair first with the code the receiver printed; then send
@@ -24,6 +29,25 @@ usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
               outage is dropped. Without it a dead session ends the run
               with exit status 1.
 
+A device (`remolo devices` lists them):
+  --device    an event node (/dev/input/eventN) or auto (the first touchpad,
+              else the first mouse); sends until let go, or --seconds N
+  --grab      take the device exclusively (EVIOCGRAB): the local pointer
+              stays still while it drives the receiver's
+  --accel     the touch curve's strength, 0 (off) to 10 (default 1); a mouse
+              moves 1:1 (the receiver's compositor accelerates it)
+  --pointer-speed  pixels per point, 0.05-20 (default 1)
+  --scroll-speed   two-finger scroll multiplier, 0.05-20 (default 1)
+  --no-natural-scroll  fingers down scroll down (default: content follows)
+  --no-tap    taps do not click
+  --frame-hz  frames per second, 60-1000 (default 120)
+  Let go: Ctrl+Alt+Esc held on any keyboard of this machine (read, never
+  grabbed), or Ctrl+C / SIGTERM. Either way the grab ends and every held
+  button is released on the receiver. With --device the sender always
+  reconnects (one line says so); motion of an outage is dropped. A device
+  unplugged or gone across a suspend is said so, its buttons released, and
+  read again when it comes back.
+
 The sender pings every second; a receiver that answers nothing for 6 s, closes
 the connection or says bye ends the session, and the sender says why.
 """
@@ -37,6 +61,10 @@ the connection or says bye ends the session, and the sender says why.
     var rate = 120.0
     var reconnect = false
     var transport = SenderTransport.udp
+    var device: String?
+    var run = DeviceRunOptions()
+    var touchOptions: [(inout TouchpadConfig) -> Void] = []
+    var gestureGiven = false, secondsGiven = false
     var o = Options(args, usage: sendUsage)
     while let flag = o.next() {
         switch flag {
@@ -51,7 +79,16 @@ the connection or says bye ends the session, and the sender says why.
             let g = o.value()
             guard let s = SyntheticGesture.Shape(rawValue: g) else { fail("--gesture takes circle, swipe or idle, not '\(g)'") }
             shape = s
-        case "--seconds": seconds = o.double(in: 0...86_400)
+            gestureGiven = true
+        case "--seconds": seconds = o.double(in: 0...86_400); secondsGiven = true
+        case "--device": device = o.value()
+        case "--grab": run.grab = true
+        case "--accel": run.input.acceleration = o.double(in: 0...10)
+        case "--pointer-speed": run.input.pointerSpeed = o.double(in: 0.05...20)
+        case "--scroll-speed": run.input.scrollSpeed = o.double(in: 0.05...20)
+        case "--no-natural-scroll": run.input.naturalScrolling = false
+        case "--no-tap": touchOptions.append { $0.tapToClick = false }
+        case "--frame-hz": run.input.frameRateHz = o.int(in: 60...1000)
         case "--size": size = o.double(in: 1...5000)
         case "--rate": rate = o.double(in: 1...120)
         case "--reconnect": reconnect = true
@@ -65,6 +102,8 @@ the connection or says bye ends the session, and the sender says why.
         }
     }
     guard let (host, port) = to else { fail("send needs --to HOST:PORT\n\(sendUsage)") }
+    if device != nil && gestureGiven { fail("--device and --gesture exclude each other: send a device's input or a synthetic gesture") }
+    if device == nil && run.grab { fail("--grab needs --device PATH|auto") }
     let (dir, identity) = loadIdentity()
 
     let tx: Sender
@@ -88,6 +127,18 @@ the connection or says bye ends the session, and the sender says why.
     } catch {
         fail("\(error)", code: 1)
     }
+    if let device {
+        run.path = device == "auto" ? nil : device
+        run.seconds = secondsGiven ? seconds : nil
+        run.transport = transport
+        if !touchOptions.isEmpty {
+            // Geometry comes from the device; the placeholder is replaced.
+            var t = TouchpadConfig(geometry: try! TouchpadGeometry(widthMm: 100, heightMm: 60))
+            for f in touchOptions { f(&t) }
+            run.input.touchpad = t
+        }
+        sendDevice(tx, run)
+    }
     var gesture = SyntheticGesture(shape, size: size)
     var failure: String?
     do {
@@ -109,4 +160,34 @@ the connection or says bye ends the session, and the sender says why.
           + " fallback \(s.fallbackMessages) fallback_dx_q8 \(s.fallbackDX) fallback_dy_q8 \(s.fallbackDY)"
           + " to_tcp \(s.switchesToTCP) to_udp \(s.switchesToUDP)")
     if let failure { fail(failure, code: 1) }
+}
+
+/// The device run, then the same `sent:` line as a gesture run and a
+/// `device:` line with what was measured.
+func sendDevice(_ tx: Sender, _ options: DeviceRunOptions) -> Never {
+    var failure: String?
+    var report: DeviceRunReport?
+    do {
+        report = try tx.runDevice(options, say: say)
+        tx.close()
+    } catch let e as SessionError {
+        failure = "session lost: \(e)"
+    } catch {
+        tx.close(.protocolError)
+        failure = "\(error)"
+    }
+    let s = tx.stats
+    say("sent: motion \(s.motionDatagrams) heartbeats \(s.heartbeats) buttons \(s.buttonsDown) down \(s.buttonsUp) up"
+          + " dx_q8 \(s.totalDX) dy_q8 \(s.totalDY) scroll \(s.scrollDatagrams) scroll_v_q8 \(s.totalScrollV)"
+          + " scroll_h_q8 \(s.totalScrollH) errors \(s.sendErrors + s.sessionsLost)"
+          + " sessions_lost \(s.sessionsLost) reconnects \(s.reconnects) frames_dropped \(s.framesDropped)"
+          + " fallback \(s.fallbackMessages) fallback_dx_q8 \(s.fallbackDX) fallback_dy_q8 \(s.fallbackDY)")
+    if let r = report {
+        say("device: ended_by \(r.endedBy) frames \(r.frames) samples_sent \(r.samplesSent)"
+              + " sample_to_send_us_p50 \(r.sampleToSendUs.p50) sample_to_send_us_p99 \(r.sampleToSendUs.p99)"
+              + " sample_to_send_us_max \(r.sampleToSendUs.max) cpu_pct \(String(format: "%.3f", r.cpuPercent))"
+              + " seconds \(String(format: "%.1f", r.seconds)) unplugs \(r.unplugs) overflows \(r.overflows)")
+    }
+    if let failure { fail(failure, code: 1) }
+    exit(0)
 }

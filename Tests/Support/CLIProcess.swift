@@ -30,9 +30,11 @@ public final class CLIProcess: @unchecked Sendable {
     public let process = Process()
     public let logPath: String
 
-    /// The `remolo` binary beside the running test bundle.
+    /// The `remolo` binary beside the running test bundle, or
+    /// `$REMOLO_TEST_BINARY` (e.g. a release build, for measurements).
     public static var binary: String {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        if let b = ProcessInfo.processInfo.environment["REMOLO_TEST_BINARY"], !b.isEmpty { return b }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("remolo").path
     }
 

@@ -1,0 +1,489 @@
+import CEvdev
+import Foundation
+import Remolo
+import RemoloInput
+import Synchronization
+import Testing
+import RemoloTestSupport
+
+// `remolo send --device` end to end in the real kernel: the test makes a
+// touchpad, a mouse and a keyboard with uinput, drives them with scripted
+// finger paths and clicks, the sender reads them (grabbed), `remolo
+// receive` plays them into its own uinput pointer, and the test reads that
+// pointer back with libevdev.
+
+/// A uinput device the test writes events into (one thread at a time:
+/// made on the test's thread, written by the script's).
+final class VirtualDevice: @unchecked Sendable {
+    let dev: OpaquePointer
+    let ui: OpaquePointer
+    let node: String
+
+    init(name: String, setup: (OpaquePointer) -> Void) throws {
+        let d = libevdev_new()!
+        libevdev_set_name(d, name)
+        libevdev_set_id_bustype(d, Int32(BUS_USB))
+        libevdev_set_id_vendor(d, 0x1234)
+        libevdev_set_id_product(d, 0x5678)
+        setup(d)
+        var u: OpaquePointer?
+        let rc = libevdev_uinput_create_from_device(d, LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue, &u)
+        if rc != 0 { libevdev_free(d) }
+        try #require(rc == 0, "uinput create \(name): \(String(cString: strerror(-rc)))")
+        dev = d
+        ui = u!
+        node = String(cString: libevdev_uinput_get_devnode(u!))
+    }
+
+    deinit {
+        libevdev_uinput_destroy(ui)
+        libevdev_free(dev)
+    }
+
+    func write(_ type: Int32, _ code: Int32, _ value: Int32) {
+        _ = libevdev_uinput_write_event(ui, UInt32(type), UInt32(code), value)
+    }
+
+    func syn() { write(EV_SYN, SYN_REPORT, 0) }
+
+    static func key(_ d: OpaquePointer, _ codes: [Int32]) {
+        for c in codes { libevdev_enable_event_code(d, UInt32(EV_KEY), UInt32(c), nil) }
+    }
+
+    static func mouse(name: String) throws -> VirtualDevice {
+        try VirtualDevice(name: name) { d in
+            libevdev_enable_property(d, UInt32(INPUT_PROP_POINTER))
+            for c in [REL_X, REL_Y, REL_WHEEL, REL_WHEEL_HI_RES] {
+                libevdev_enable_event_code(d, UInt32(EV_REL), UInt32(c), nil)
+            }
+            key(d, [BTN_LEFT, BTN_RIGHT, BTN_MIDDLE, BTN_SIDE, BTN_EXTRA])
+        }
+    }
+
+    static func keyboard(name: String) throws -> VirtualDevice {
+        try VirtualDevice(name: name) { d in
+            key(d, [KEY_ESC, KEY_LEFTCTRL, KEY_LEFTALT, KEY_RIGHTCTRL, KEY_RIGHTALT, KEY_A, KEY_SPACE])
+        }
+    }
+}
+
+/// A clickpad as laptops have them: 100 x 60 mm at 40 units per mm,
+/// five slots (multi-touch protocol B), BTN_TOUCH and the tool bits,
+/// INPUT_PROP_POINTER and INPUT_PROP_BUTTONPAD.
+enum Pad {
+    static let width: Int32 = 4000, height: Int32 = 2400, resolution: Int32 = 40
+
+    static func make(name: String) throws -> VirtualDevice {
+        try VirtualDevice(name: name) { d in
+            libevdev_enable_property(d, UInt32(INPUT_PROP_POINTER))
+            libevdev_enable_property(d, UInt32(INPUT_PROP_BUTTONPAD))
+            VirtualDevice.key(d, [BTN_LEFT, BTN_TOUCH, BTN_TOOL_FINGER, BTN_TOOL_DOUBLETAP, BTN_TOOL_TRIPLETAP])
+            func abs(_ code: Int32, _ max: Int32, _ res: Int32) {
+                var a = input_absinfo(value: 0, minimum: 0, maximum: max, fuzz: 0, flat: 0, resolution: res)
+                libevdev_enable_event_code(d, UInt32(EV_ABS), UInt32(code), &a)
+            }
+            abs(ABS_X, width, resolution)
+            abs(ABS_Y, height, resolution)
+            abs(ABS_MT_SLOT, 4, 0)
+            abs(ABS_MT_TRACKING_ID, 65535, 0)
+            abs(ABS_MT_POSITION_X, width, resolution)
+            abs(ABS_MT_POSITION_Y, height, resolution)
+        }
+    }
+
+    static func geometry() throws -> TouchpadGeometry {
+        try TouchpadGeometry(xMinimum: 0, xMaximum: width, xResolution: resolution,
+                             yMinimum: 0, yMaximum: height, yResolution: resolution)
+    }
+}
+
+/// One report of a finger script: where each finger is (device units;
+/// absent = lifted), the clickpad's button, then how long until the next.
+struct PadStep {
+    var fingers: [Int32: (x: Int32, y: Int32)]
+    var button: Bool = false
+    var afterUs: UInt64 = 8_000
+}
+
+/// Writes a script into a touchpad the way a kernel driver reports it
+/// (multi-touch-protocol.rst, protocol B).
+final class PadWriter: @unchecked Sendable {
+    let pad: VirtualDevice
+    private var down: [Int32: Int32] = [:]   // slot -> tracking id
+    private var nextID: Int32 = 1
+    private var button = false
+
+    init(_ pad: VirtualDevice) { self.pad = pad }
+
+    func play(_ steps: [PadStep]) {
+        for s in steps {
+            for slot in s.fingers.keys.sorted() {
+                let p = s.fingers[slot]!
+                pad.write(EV_ABS, ABS_MT_SLOT, slot)
+                if down[slot] == nil {
+                    down[slot] = nextID
+                    pad.write(EV_ABS, ABS_MT_TRACKING_ID, nextID)
+                    nextID += 1
+                }
+                pad.write(EV_ABS, ABS_MT_POSITION_X, p.x)
+                pad.write(EV_ABS, ABS_MT_POSITION_Y, p.y)
+            }
+            for slot in down.keys.sorted() where s.fingers[slot] == nil {
+                pad.write(EV_ABS, ABS_MT_SLOT, slot)
+                pad.write(EV_ABS, ABS_MT_TRACKING_ID, -1)
+                down[slot] = nil
+            }
+            if s.button != button {
+                pad.write(EV_KEY, BTN_LEFT, s.button ? 1 : 0)
+                button = s.button
+            }
+            let n = s.fingers.count
+            pad.write(EV_KEY, BTN_TOUCH, n > 0 ? 1 : 0)
+            pad.write(EV_KEY, BTN_TOOL_FINGER, n == 1 ? 1 : 0)
+            pad.write(EV_KEY, BTN_TOOL_DOUBLETAP, n == 2 ? 1 : 0)
+            pad.write(EV_KEY, BTN_TOOL_TRIPLETAP, n == 3 ? 1 : 0)
+            if let first = s.fingers.keys.min().flatMap({ s.fingers[$0] }) {
+                pad.write(EV_ABS, ABS_X, first.x)
+                pad.write(EV_ABS, ABS_Y, first.y)
+            }
+            pad.syn()
+            usleep(UInt32(s.afterUs))
+        }
+    }
+}
+
+/// What the sender core makes of a script, with the script's own times:
+/// the totals the receiver's pointer must show.
+struct Expected {
+    var dxQ8: Int64 = 0, dyQ8: Int64 = 0, scrollVQ8: Int64 = 0, scrollHQ8: Int64 = 0
+    var keys: [Ev] = []
+
+    init(_ steps: [PadStep], config: InputConfig) throws {
+        var core = try InputCore(config: config, startUs: 1_000_000)
+        let g = try Pad.geometry()
+        var t: UInt64 = 1_000_000
+        var touching = Set<Int32>()
+        var button = false
+        func frames(upTo u: UInt64) {
+            while core.nextFrameUs <= u { add(core.endFrame()) }
+        }
+        func add(_ f: Frame) {
+            dxQ8 += Int64(f.motion.a); dyQ8 += Int64(f.motion.b)
+            scrollVQ8 += Int64(f.scroll.a); scrollHQ8 += Int64(f.scroll.b)
+            for b in f.buttons { keys.append(.key(Int32(b.button.rawValue), b.isDown)) }
+        }
+        for s in steps {
+            frames(upTo: t)
+            for slot in s.fingers.keys.sorted() {
+                let p = s.fingers[slot]!
+                let mm = g.millimetres(x: p.x, y: p.y)
+                core.contact(ContactSample(slot: slot, xMm: mm.x, yMm: mm.y, isTouching: true, timeUs: t))
+                touching.insert(slot)
+            }
+            for slot in touching.sorted() where s.fingers[slot] == nil {
+                core.contact(ContactSample(slot: slot, xMm: 0, yMm: 0, isTouching: false, timeUs: t))
+                touching.remove(slot)
+            }
+            if s.button != button { core.clickpadButton(isDown: s.button, atUs: t); button = s.button }
+            t += s.afterUs
+        }
+        frames(upTo: t + 2_000_000)
+    }
+}
+
+/// The receiver's pointer read while `work` runs on another thread, until
+/// `done` holds and nothing came for `settleMs`.
+private func readWhile(_ r: EvdevReader, settleMs: UInt64 = 500, timeoutS: UInt64 = 120,
+                       done: () -> Bool) -> [Ev] {
+    var out: [Ev] = []
+    let deadline = monotonicNs() + timeoutS * 1_000_000_000
+    var quietSince: UInt64?
+    while monotonicNs() < deadline {
+        var ev = input_event()
+        let rc = libevdev_next_event(r.dev, LIBEVDEV_READ_FLAG_NORMAL.rawValue, &ev)
+        if rc == LIBEVDEV_READ_STATUS_SUCCESS.rawValue {
+            out.append(Ev(Int32(ev.type), Int32(ev.code), ev.value))
+            quietSince = nil
+            continue
+        }
+        if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue { out.append(Ev(EV_SYN, SYN_DROPPED, 0)); continue }
+        if done() {
+            let now = monotonicNs()
+            if let q = quietSince, now - q >= settleMs * 1_000_000 { break }
+            if quietSince == nil { quietSince = now }
+        }
+        var pfd = pollfd(fd: r.fd, events: Int16(POLLIN), revents: 0)
+        _ = poll(&pfd, 1, 20)
+    }
+    return out
+}
+
+private func sum(_ events: [Ev], _ code: Int32) -> Int64 {
+    events.filter { $0.type == UInt16(EV_REL) && $0.code == UInt16(code) }.reduce(0) { $0 + Int64($1.value) }
+}
+
+/// A receiver process with its uinput pointer open for reading, and the
+/// paired configs.
+private struct Rig {
+    let c: PairedConfigs
+    let port: UInt16
+    let rx: CLIProcess
+    let pointer: EvdevReader
+
+    init(_ label: String) throws {
+        c = try PairedConfigs(label: label)
+        port = try freePort()
+        rx = try CLIProcess(["receive", "--listen", "127.0.0.1:\(port)", "--seconds", "300"],
+                            configDir: c.receiver, log: c.log("rx"))
+        let listening = try #require(rx.line("receiver "), "receive did not start: \(rx.output)")
+        let node = try #require(listening.split(separator: " ").last.map(String.init))
+        pointer = try EvdevReader(node)
+    }
+
+    func send(_ args: [String]) throws -> CLIProcess {
+        let tx = try CLIProcess(["send", "--to", "127.0.0.1:\(port)"] + args, configDir: c.sender, log: c.log("tx"))
+        _ = try #require(tx.line("reading ", timeout: 30), "send did not start reading: \(tx.output)")
+        return tx
+    }
+
+    func stop() {
+        if rx.process.isRunning { rx.signal(SIGTERM) }
+        _ = rx.wait(upTo: 10)
+        c.remove()
+    }
+}
+
+extension VMSuite {
+    @Suite(.enabled(if: VMEnv.kernel, VMEnv.kernelReason))
+    struct Devices {
+        /// The finger script: move, two-finger scroll, one/two/three-finger
+        /// taps, tap-and-drag, a clickpad click in the bottom-right area,
+        /// a thumb resting and moving in the button area.
+        static func script() -> [PadStep] {
+            var s: [PadStep] = []
+            // One finger moves 40 mm right and 16 mm down, 1 mm a report.
+            s.append(PadStep(fingers: [0: (800, 600)]))
+            for i in 1...40 { s.append(PadStep(fingers: [0: (800 + 40 * Int32(i), 600 + 16 * Int32(i))])) }
+            s.append(PadStep(fingers: [:], afterUs: 400_000))
+            // Two fingers scroll 20 mm down, stop, lift (no glide).
+            s.append(PadStep(fingers: [0: (1200, 600), 1: (2000, 600)]))
+            for i in 1...20 { s.append(PadStep(fingers: [0: (1200, 600 + 40 * Int32(i)), 1: (2000, 600 + 40 * Int32(i))])) }
+            s.append(PadStep(fingers: [0: (1200, 1400), 1: (2000, 1400)], afterUs: 200_000))
+            s.append(PadStep(fingers: [:], afterUs: 400_000))
+            // Taps: one finger (left), two (right), three (middle).
+            s.append(PadStep(fingers: [0: (2000, 1000)], afterUs: 40_000))
+            s.append(PadStep(fingers: [:], afterUs: 500_000))
+            s.append(PadStep(fingers: [0: (1800, 1000), 1: (2300, 1000)], afterUs: 40_000))
+            s.append(PadStep(fingers: [:], afterUs: 500_000))
+            s.append(PadStep(fingers: [0: (1500, 1000), 1: (2000, 1000), 2: (2500, 1000)], afterUs: 40_000))
+            s.append(PadStep(fingers: [:], afterUs: 500_000))
+            // Tap-and-drag: tap, touch again within the drag timeout, move
+            // 30 mm left, lift; drag lock ends 300 ms later.
+            s.append(PadStep(fingers: [0: (3000, 1000)], afterUs: 40_000))
+            s.append(PadStep(fingers: [:], afterUs: 60_000))
+            s.append(PadStep(fingers: [0: (3000, 1000)]))
+            for i in 1...30 { s.append(PadStep(fingers: [0: (3000 - 40 * Int32(i), 1000)])) }
+            s.append(PadStep(fingers: [:], afterUs: 700_000))
+            // A click in the bottom-right area: right.
+            s.append(PadStep(fingers: [0: (3600, 2300)], afterUs: 50_000))
+            s.append(PadStep(fingers: [0: (3600, 2300)], button: true, afterUs: 80_000))
+            s.append(PadStep(fingers: [0: (3600, 2300)], button: false, afterUs: 50_000))
+            s.append(PadStep(fingers: [:], afterUs: 400_000))
+            // A thumb lands in the button area and slides 20 mm: nothing.
+            s.append(PadStep(fingers: [0: (1000, 2330)]))
+            for i in 1...20 { s.append(PadStep(fingers: [0: (1000 + 40 * Int32(i), 2330)])) }
+            s.append(PadStep(fingers: [:], afterUs: 300_000))
+            return s
+        }
+
+        static func config() throws -> InputConfig {
+            var c = InputConfig(touchpad: TouchpadConfig(geometry: try Pad.geometry()))
+            c.acceleration = 0   // speeds then do not matter: totals are exact
+            return c
+        }
+
+        @Test func touchpadDrivesTheReceiversPointer() throws {
+            let steps = Self.script()
+            let want = try Expected(steps, config: try Self.config())
+            // The resting thumb's slide must count for nothing.
+            let withoutThumb = try Expected(Array(steps.dropLast(22)), config: try Self.config())
+            #expect(want.dxQ8 == withoutThumb.dxQ8 && want.dyQ8 == withoutThumb.dyQ8)
+            #expect(want.keys == [.key(BTN_LEFT, true), .key(BTN_LEFT, false), .key(BTN_RIGHT, true), .key(BTN_RIGHT, false),
+                                  .key(BTN_MIDDLE, true), .key(BTN_MIDDLE, false), .key(BTN_LEFT, true), .key(BTN_LEFT, false),
+                                  .key(BTN_RIGHT, true), .key(BTN_RIGHT, false)], "\(want.keys)")
+
+            let rig = try Rig("pad")
+            defer { rig.stop() }
+            let pad = try Pad.make(name: "Test touchpad")
+            let other = try EvdevReader(pad.node)
+            // `remolo devices`: the touchpad is usable and auto's pick; the
+            // receiver's own pointer is not, and says why.
+            let list = try run(CLIProcess.binary, "devices")
+            let lines = list.output.split(separator: "\n").map(String.init)
+            #expect(lines.contains { $0.hasPrefix(pad.node + " ") && $0.contains("touchpad") && $0.contains("100 x 60 mm") }, "\(list.output)")
+            #expect(lines.contains { $0.contains("not usable") && $0.contains("own pointer") }, "\(list.output)")
+            #expect(lines.last == "--device auto: \(pad.node) (Test touchpad)", "\(list.output)")
+            let tx = try rig.send(["--device", pad.node, "--grab", "--accel", "0"])
+            #expect(tx.output.contains("touchpad"), "\(tx.output)")
+            let played = Mutex(false)
+            let writer = PadWriter(pad)
+            Thread {
+                writer.play(steps)
+                usleep(300_000)
+                tx.signal(SIGINT)
+                _ = tx.wait()
+                played.withLock { $0 = true }
+            }.start()
+            let events = readWhile(rig.pointer) { played.withLock { $0 } }
+            #expect(tx.wait() == 0, "\(tx.output)")
+            let sent = try #require(tx.line("sent: "), "\(tx.output)")
+            #expect(tx.output.contains("ended_by signal"), "\(tx.output)")
+            #expect(!events.contains(Ev(EV_SYN, SYN_DROPPED, 0)), "the reader fell behind")
+
+            // Exactly what the core makes of the script, through the wire.
+            #expect(CLIProcess.field("dx_q8", in: sent) == want.dxQ8, "\(sent); core \(want.dxQ8)")
+            #expect(CLIProcess.field("dy_q8", in: sent) == want.dyQ8, "\(sent); core \(want.dyQ8)")
+            #expect(CLIProcess.field("scroll_v_q8", in: sent) == want.scrollVQ8, "\(sent); core \(want.scrollVQ8)")
+            let dx = sum(events, REL_X), dy = sum(events, REL_Y), wheel = sum(events, REL_WHEEL_HI_RES)
+            #expect(abs(dx * 256 - want.dxQ8) <= 128, "moved \(dx) px, core \(want.dxQ8) Q8")
+            #expect(abs(dy * 256 - want.dyQ8) <= 128, "moved \(dy) px, core \(want.dyQ8) Q8")
+            #expect(abs(wheel * 256 - want.scrollVQ8) <= 128, "scrolled \(wheel), core \(want.scrollVQ8) Q8")
+            #expect(dy > 90 && wheel > 400, "one finger moved, two scrolled (natural: fingers down, content up)")
+            let keys = events.filter { $0.type == UInt16(EV_KEY) }
+            #expect(keys == want.keys, "\(keys): \(tx.output)")
+            #expect(CLIProcess.field("overflows", in: tx.line("device: ") ?? "") == 0, "\(tx.output)")
+            // The drag: the second left press holds across motion.
+            let lefts = events.indices.filter { events[$0] == .key(BTN_LEFT, true) || events[$0] == .key(BTN_LEFT, false) }
+            if lefts.count == 4 {
+                let dragged = events[lefts[2]..<lefts[3]].filter { $0.type == UInt16(EV_REL) && $0.code == UInt16(REL_X) }
+                #expect(dragged.reduce(0) { $0 + Int64($1.value) } < -150, "the drag moved left with the button held")
+            }
+            // Grabbed: no other reader saw the touchpad.
+            #expect(other.read(count: 1, timeoutMs: 50, settleMs: 0).isEmpty, "events leaked past the grab")
+        }
+
+        @Test func mouseGrabButtonsWheelAndSIGINTMidDrag() throws {
+            let rig = try Rig("mouse")
+            defer { rig.stop() }
+            let mouse = try VirtualDevice.mouse(name: "Test mouse")
+            let other = try EvdevReader(mouse.node)
+            let tx = try rig.send(["--device", mouse.node, "--grab"])
+            #expect(tx.output.contains("mouse"), "\(tx.output)")
+            let played = Mutex(false)
+            Thread {
+                // 125 Hz, a common mouse's report rate, in bursts of ten with
+                // a pause: the kernel keeps only 64 events per reader, and a
+                // guest starved of CPU must still keep up.
+                for i in 0..<100 {
+                    mouse.write(EV_REL, REL_X, 3); mouse.write(EV_REL, REL_Y, -2); mouse.syn()
+                    usleep(i % 10 == 9 ? 150_000 : 8000)
+                }
+                for _ in 0..<5 { mouse.write(EV_REL, REL_WHEEL, 1); mouse.write(EV_REL, REL_WHEEL_HI_RES, 120); mouse.syn(); usleep(8000) }
+                usleep(100_000)
+                for b in [BTN_RIGHT, BTN_MIDDLE, BTN_SIDE, BTN_EXTRA] {
+                    mouse.write(EV_KEY, b, 1); mouse.syn(); usleep(30_000)
+                    mouse.write(EV_KEY, b, 0); mouse.syn(); usleep(30_000)
+                }
+                mouse.write(EV_KEY, BTN_LEFT, 1); mouse.syn(); usleep(20_000)
+                for i in 0..<50 { mouse.write(EV_REL, REL_X, 2); mouse.syn(); usleep(i % 10 == 9 ? 150_000 : 8000) }
+                usleep(300_000)
+                tx.signal(SIGINT)   // mid-drag: the receiver must see left go up
+                _ = tx.wait()
+                played.withLock { $0 = true }
+            }.start()
+            let events = readWhile(rig.pointer) { played.withLock { $0 } }
+            #expect(tx.wait() == 0, "\(tx.output)")
+            #expect(tx.output.contains("ended_by signal"), "\(tx.output)")
+            let sent = try #require(tx.line("sent: "), "\(tx.output)")
+            // What the sender sent, the receiver played, exactly.
+            #expect(CLIProcess.field("dx_q8", in: sent) == sum(events, REL_X) * 256
+                    && CLIProcess.field("dy_q8", in: sent) == sum(events, REL_Y) * 256, "\(sent)")
+            // And it is what the mouse did, unless the kernel dropped events
+            // because the guest starved the sender of CPU (it says so).
+            let overflows = CLIProcess.field("overflows", in: tx.line("device: ") ?? "") ?? -1
+            if overflows == 0 {
+                #expect(sum(events, REL_X) == 400 && sum(events, REL_Y) == -200, "1:1 mouse motion: \(tx.output)")
+            } else {
+                print("mouse: the kernel dropped events for the sender (\(overflows) overflows): totals not compared")
+            }
+            #expect(sum(events, REL_WHEEL_HI_RES) == 600 && sum(events, REL_WHEEL) == 5, "hi-res wheel: \(tx.output)")
+            let keys = events.filter { $0.type == UInt16(EV_KEY) }
+            #expect(keys == [.key(BTN_RIGHT, true), .key(BTN_RIGHT, false), .key(BTN_MIDDLE, true), .key(BTN_MIDDLE, false),
+                             .key(BTN_SIDE, true), .key(BTN_SIDE, false), .key(BTN_EXTRA, true), .key(BTN_EXTRA, false),
+                             .key(BTN_LEFT, true), .key(BTN_LEFT, false)], "\(keys): \(tx.output) \(rig.rx.output)")
+            // The grab kept everything from the other reader, and ended with the sender.
+            #expect(other.read(count: 1, timeoutMs: 50, settleMs: 0).isEmpty, "events leaked past the grab")
+            mouse.write(EV_REL, REL_X, 1); mouse.syn()
+            #expect(!other.read(count: 2, timeoutMs: 2000, settleMs: 0).isEmpty, "the grab outlived the sender")
+        }
+
+        @Test func unplugReleasesAndChordLetsGo() throws {
+            let rig = try Rig("unplug")
+            defer { rig.stop() }
+            final class Plug: @unchecked Sendable { var mouse: VirtualDevice? }
+            let plug = Plug()
+            plug.mouse = try VirtualDevice.mouse(name: "Test mouse 2")
+            let tx = try rig.send(["--device", plug.mouse!.node, "--grab"])
+            #expect(tx.output.contains("Ctrl+Alt+Esc"), "\(tx.output)")
+            // Plugged in after the sender started: watched all the same.
+            let keyboard = try VirtualDevice.keyboard(name: "Test keyboard")
+            let played = Mutex(false)
+            let log = Mutex<[String]>([])
+            Thread {
+                plug.mouse!.write(EV_KEY, BTN_LEFT, 1); plug.mouse!.syn(); usleep(20_000)
+                for _ in 0..<10 { plug.mouse!.write(EV_REL, REL_X, 5); plug.mouse!.syn(); usleep(8000) }
+                usleep(200_000)
+                plug.mouse = nil   // unplugged with the button held
+                let gone = eventually(10) { tx.output.contains("is gone") }
+                plug.mouse = try? VirtualDevice.mouse(name: "Test mouse 2")
+                let back = eventually(10) { tx.output.contains("is back") }
+                log.withLock { $0 += ["gone \(gone)", "back \(back)"] }
+                for _ in 0..<10 { plug.mouse?.write(EV_REL, REL_Y, 3); plug.mouse?.syn(); usleep(8000) }
+                usleep(2_500_000)   // the sender looks for new keyboards every 2 s
+                for k in [KEY_LEFTCTRL, KEY_LEFTALT, KEY_ESC] { keyboard.write(EV_KEY, k, 1); keyboard.syn(); usleep(10_000) }
+                _ = tx.wait(upTo: 10)
+                for k in [KEY_ESC, KEY_LEFTALT, KEY_LEFTCTRL] { keyboard.write(EV_KEY, k, 0); keyboard.syn() }
+                played.withLock { $0 = true }
+            }.start()
+            let events = readWhile(rig.pointer) { played.withLock { $0 } }
+            #expect(log.withLock { $0 } == ["gone true", "back true"], "\(tx.output)")
+            #expect(tx.wait() == 0, "\(tx.output)")
+            #expect(tx.output.contains("ended_by chord"), "\(tx.output)")
+            #expect(events.filter { $0.type == UInt16(EV_KEY) } == [.key(BTN_LEFT, true), .key(BTN_LEFT, false)],
+                    "unplugged mid-drag: the button went up")
+            #expect(sum(events, REL_X) == 50 && sum(events, REL_Y) == 30, "motion before and after the device came back")
+        }
+
+        /// tx.cpu_pct and tx.sample_to_send_us: a mouse reporting at 120 Hz
+        /// for 5 s. Guest code runs under TCG, several times slower than
+        /// hardware: these figures are upper bounds.
+        @Test func senderCostAt120Hz() throws {
+            let rig = try Rig("bench")
+            defer { rig.stop() }
+            let mouse = try VirtualDevice.mouse(name: "Test mouse 120")
+            let tx = try rig.send(["--device", mouse.node, "--grab"])
+            let played = Mutex(false)
+            Thread {
+                let start = monotonicNs()
+                for i in 1...600 {
+                    let due = start + UInt64(i) * 8_333_333
+                    let now = monotonicNs()
+                    if due > now { usleep(UInt32((due - now) / 1000)) }
+                    mouse.write(EV_REL, REL_X, 1); mouse.write(EV_REL, REL_Y, 1); mouse.syn()
+                }
+                usleep(200_000)
+                tx.signal(SIGINT)
+                _ = tx.wait()
+                played.withLock { $0 = true }
+            }.start()
+            let events = readWhile(rig.pointer) { played.withLock { $0 } }
+            #expect(tx.wait() == 0, "\(tx.output)")
+            let d = try #require(tx.line("device: "), "\(tx.output)")
+            print("bench (VM, TCG): tx.cpu_pct \(d.split(separator: " ").drop { $0 != "cpu_pct" }.dropFirst().first ?? "?")"
+                  + " tx.sample_to_send_us p50 \(CLIProcess.field("sample_to_send_us_p50", in: d) ?? -1)"
+                  + " p99 \(CLIProcess.field("sample_to_send_us_p99", in: d) ?? -1): \(d)")
+            #expect(CLIProcess.field("dx_q8", in: tx.line("sent: ") ?? "") == sum(events, REL_X) * 256)
+            #expect((CLIProcess.field("samples_sent", in: d) ?? 0) > 0, "\(d)")
+        }
+    }
+}
