@@ -62,7 +62,22 @@ public final class CLIProcess: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
     }
 
-    public var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    /// Everything printed so far. Read with read(2): the file grows while it
+    /// is read, and Foundation's whole-file reader leaks its buffer when the
+    /// size changes under it (LeakSanitizer sees it in the CLI tests).
+    public var output: String {
+        let fd = open(logPath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     /// The first line starting with `prefix`, once it has been printed.
     public func line(_ prefix: String, timeout: Double = 20) -> String? {
