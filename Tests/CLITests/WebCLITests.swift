@@ -17,7 +17,8 @@ import Testing
         let pairLine = try #require(first.line("pair a phone: "), "\(first.output)")
         let code = try #require(first.line("pairing code: ")).dropFirst("pairing code: ".count)
         #expect(pairLine.hasSuffix("/#pair=\(code)"), "the code rides in the fragment: \(pairLine)")
-        #expect(first.output.contains("\u{2588}"), "a QR code is drawn")
+        // The QR code follows the URL line: wait for it rather than race it.
+        #expect(eventually(10) { first.output.contains("\u{2588}") }, "a QR code is drawn")
         #expect(first.wait(upTo: 10) == 0, "\(first.output)")
         let key = c.receiver + "/web-key.pem"
         let mode = try #require(FileManager.default.attributesOfItem(atPath: key)[.posixPermissions] as? Int)
