@@ -1,6 +1,8 @@
 import BenchSupport
 import Remolo
 import RemoloCore
+import RemoloLab
+import RemoloTrace
 
 /// A 120 Hz stream with Wi-Fi-like jitter, precomputed so the timed loops
 /// measure only the core.
@@ -9,14 +11,8 @@ private struct Stream {
     var rx: [UInt64] = []
     var dx: [Int32] = []
     init(count: Int, seed: UInt64) {
-        var s = seed
-        func next() -> UInt64 {
-            s &+= 0x9E37_79B9_7F4A_7C15
-            var z = s
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var rng = LabRandom(seed: seed)
+        func next() -> UInt64 { rng.next() }
         for k in 0..<count {
             let t = UInt64(k) * 8_333 + 1_000_000
             tx.append(t)

@@ -5,6 +5,7 @@ internal import CSodium
 internal import RemoloCore
 import RemoloSession
 import RemoloSystem
+import RemoloTrace
 
 /// Why `DatagramOpener` refused a datagram. Raw values are the C
 /// `enum wire_drop`.
@@ -42,17 +43,12 @@ public enum DatagramDropReason: Int, Error, CaseIterable, Sendable {
 /// Datagram layer errors outside the receive path.
 public enum DatagramError: Error, Equatable, Sendable {
     case badKeyLength(Int)
-    case badSessionIDLength(Int)
     case sessionExists
     case tableFull
     /// The sealer used the last counter; the session must be rekeyed.
     case counterExhausted
     case bufferTooSmall(needed: Int)
 }
-
-/// The kind byte of a datagram: the playout's packet kinds (the C
-/// `enum playout_kind`).
-public typealias DatagramKind = PacketKind
 
 /// What one datagram carries. Deltas are Q8 fixed point: 256 units per
 /// pixel (motion) or per 1/120 wheel notch (scroll).
@@ -66,7 +62,7 @@ public enum DatagramPayload: Equatable, Sendable {
     /// Keeps the sender's radio awake and the clock estimate fresh.
     case heartbeat
 
-    public var kind: DatagramKind {
+    public var kind: PacketKind {
         switch self {
         case .motion: .motion
         case .scroll: .scroll
@@ -116,81 +112,40 @@ public struct Datagram: Equatable, Sendable {
     }
 }
 
-/// The 8-byte session id the receiver hands out in the handshake; sent in
-/// clear at the head of every datagram.
-public struct DatagramSessionID: Hashable, Sendable, CustomStringConvertible {
-    public static let byteCount = Int(WIRE_ID_LEN)
-    /// The bytes, in wire order.
-    public let bytes: [UInt8]
-
-    public init(bytes: some Collection<UInt8>) throws {
-        guard bytes.count == Self.byteCount else { throw DatagramError.badSessionIDLength(bytes.count) }
-        self.bytes = Array(bytes)
-    }
-
-    /// A fresh random id (libsodium's CSPRNG).
-    public static func random() -> DatagramSessionID {
-        var b = [UInt8](repeating: 0, count: byteCount)
-        _ = wire_crypto_init()
-        randombytes_buf(&b, b.count)
-        return try! DatagramSessionID(bytes: b)
-    }
-
-    /// Lowercase hex, wire order.
-    public var description: String {
-        let digits = Array("0123456789abcdef")
-        return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
-    }
-}
-
-/// Secret bytes, zeroed when the last copy of the key goes away.
-final class DatagramSecret: @unchecked Sendable { // immutable after init
-    let pointer: UnsafeMutablePointer<UInt8>
-    let count: Int
-
-    init(count: Int) {
-        self.count = count
-        pointer = .allocate(capacity: count)
-        pointer.initialize(repeating: 0, count: count)
-    }
-
-    deinit {
-        sodium_memzero(pointer, count)
-        pointer.deallocate()
-    }
-}
-
 /// The 32-byte datagram key (sender to receiver) from the handshake.
 public struct DatagramKey: Sendable {
     public static let byteCount = Int(WIRE_KEY_LEN)
-    let secret: DatagramSecret
+    /// The session layer's wiped owner (SecretBytes zeroes it with
+    /// sodium_memzero when the last copy of the key goes away).
+    let secret: SecretBytes
 
     public init(bytes: some Collection<UInt8>) throws {
         guard bytes.count == Self.byteCount else { throw DatagramError.badKeyLength(bytes.count) }
-        secret = DatagramSecret(count: Self.byteCount)
-        for (i, b) in bytes.enumerated() { secret.pointer[i] = b }
+        secret = SecretBytes(copying: bytes)
     }
 
     /// The handshake's datagram key, copied from its owner straight into
     /// this key's own wiped storage (no intermediate array to forget).
     public init(secret: SecretBytes) throws {
         guard secret.count == Self.byteCount else { throw DatagramError.badKeyLength(secret.count) }
-        self.secret = DatagramSecret(count: Self.byteCount)
+        self.secret = SecretBytes(count: Self.byteCount)
         secret.withUnsafeBytes { src in
-            UnsafeMutableRawPointer(self.secret.pointer).copyMemory(from: src.baseAddress!, byteCount: Self.byteCount)
+            self.secret.pointer.copyMemory(from: src.baseAddress!, byteCount: Self.byteCount)
         }
     }
 
     /// A fresh random key (libsodium's CSPRNG); for tests and benchmarks.
     public static func random() -> DatagramKey {
         _ = wire_crypto_init()
-        let k = try! DatagramKey(bytes: [UInt8](repeating: 0, count: byteCount))
+        let k = try! DatagramKey(secret: SecretBytes(count: byteCount))
         randombytes_buf(k.secret.pointer, byteCount)
         return k
     }
 
     func withPointer<R>(_ body: (UnsafePointer<UInt8>) throws -> R) rethrows -> R {
-        try withExtendedLifetime(secret) { try body(secret.pointer) }
+        try withExtendedLifetime(secret) {
+            try body(UnsafePointer(secret.pointer.assumingMemoryBound(to: UInt8.self)))
+        }
     }
 }
 
@@ -199,12 +154,12 @@ public struct DatagramKey: Sendable {
 /// is reuse nonces under one key (RFC 8439 section 4).
 public struct DatagramSealer: ~Copyable, Sendable {
     public let key: DatagramKey
-    public let session: DatagramSessionID
+    public let session: SessionID
     /// The counter the next datagram gets.
     public private(set) var nextCounter: UInt64
     private var exhausted = false
 
-    public init(key: DatagramKey, session: DatagramSessionID, firstCounter: UInt64 = 0) {
+    public init(key: DatagramKey, session: SessionID, firstCounter: UInt64 = 0) {
         precondition(wire_crypto_init() == 0, "libsodium failed to initialise")
         self.key = key
         self.session = session
@@ -229,13 +184,13 @@ public struct DatagramSealer: ~Copyable, Sendable {
     /// One datagram with an explicit counter (tests, tools). The caller
     /// must never seal two datagrams with one counter under one key.
     public static func seal(_ datagram: Datagram, counter: UInt64, key: DatagramKey,
-                            session: DatagramSessionID) -> [UInt8] {
+                            session: SessionID) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Datagram.byteCount)
         _ = out.withUnsafeMutableBytes { try! seal(datagram, counter: counter, key: key, session: session, into: $0) }
         return out
     }
 
-    static func seal(_ datagram: Datagram, counter: UInt64, key: DatagramKey, session: DatagramSessionID,
+    static func seal(_ datagram: Datagram, counter: UInt64, key: DatagramKey, session: SessionID,
                      into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard buffer.count >= Datagram.byteCount, let base = buffer.baseAddress else {
             throw DatagramError.bufferTooSmall(needed: Datagram.byteCount)
@@ -254,7 +209,7 @@ public struct DatagramSealer: ~Copyable, Sendable {
 
 /// A datagram that opened: which session, its counter, and its content.
 public struct OpenedDatagram: Equatable, Sendable {
-    public let session: DatagramSessionID
+    public let session: SessionID
     /// The session's slot in the table (0 ..< DatagramOpener.capacity).
     public let slot: Int
     public let counter: UInt64
@@ -291,7 +246,7 @@ public final class DatagramOpener {
 
     /// Adds a session; returns its slot.
     @discardableResult
-    public func addSession(_ id: DatagramSessionID, key: DatagramKey) throws -> Int {
+    public func addSession(_ id: SessionID, key: DatagramKey) throws -> Int {
         let r = key.withPointer { k in id.bytes.withUnsafeBufferPointer { wire_add_session(table, $0.baseAddress, k) } }
         if r >= 0 { return Int(r) }
         // The only refusals: the id is live (-EEXIST) or the table is full.
@@ -302,13 +257,13 @@ public final class DatagramOpener {
 
     /// Wipes and removes a session; false if it was not live.
     @discardableResult
-    public func removeSession(_ id: DatagramSessionID) -> Bool {
+    public func removeSession(_ id: SessionID) -> Bool {
         id.bytes.withUnsafeBufferPointer { wire_remove_session(table, $0.baseAddress) } == 0
     }
 
-    public func contains(_ id: DatagramSessionID) -> Bool { slot(of: id) != nil }
+    public func contains(_ id: SessionID) -> Bool { slot(of: id) != nil }
 
-    func slot(of id: DatagramSessionID) -> Int? {
+    func slot(of id: SessionID) -> Int? {
         let r = id.bytes.withUnsafeBufferPointer { wire_lookup(table, $0.baseAddress) }
         return r >= 0 ? Int(r) : nil
     }
@@ -316,7 +271,7 @@ public final class DatagramOpener {
     /// The newest counter this session accepted, nil before the first (or
     /// if the session is not live). Reads the one field in C: copying a
     /// session out of the table would copy its key into memory nobody wipes.
-    public func newestCounter(of id: DatagramSessionID) -> UInt64? {
+    public func newestCounter(of id: SessionID) -> UInt64? {
         var newest: UInt64 = 0
         let r = id.bytes.withUnsafeBufferPointer { wire_newest(table, $0.baseAddress, &newest) }
         return r == 1 ? newest : nil
@@ -326,7 +281,7 @@ public final class DatagramOpener {
         var rx = wire_rx()
         let r = wire_open(table, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &rx)
         guard r >= 0 else { return .failure(DatagramDropReason(rawValue: Int(-r))!) }
-        let id = withUnsafeBytes(of: rx.id) { try! DatagramSessionID(bytes: $0) }
+        let id = withUnsafeBytes(of: rx.id) { try! SessionID(bytes: $0) }
         return .success(OpenedDatagram(session: id, slot: Int(r), counter: rx.counter,
                                        datagram: Datagram(packet: rx.pkt)))
     }

@@ -1,5 +1,6 @@
 internal import RemoloCore
 internal import Glibc
+import RemoloTrace
 
 /// Remolo: a smooth pointer over Wi-Fi.
 public enum Remolo {
@@ -118,10 +119,6 @@ public struct PlayoutError: Error, Equatable, CustomStringConvertible {
     public let description: String
 }
 
-public enum PacketKind: UInt8, CaseIterable, Sendable {
-    case motion = 1, scroll = 2, button = 3, heartbeat = 4
-}
-
 /// One decoded pointer packet, stamped with the sender's clock.
 public struct PointerPacket: Sendable, Equatable {
     public var senderTimeUs: UInt64
@@ -169,12 +166,17 @@ public struct ButtonChange: Sendable, Equatable {
     public init(code: UInt16, down: Bool) { self.code = code; self.down = down }
 }
 
-/// One drain tick's output: integer deltas for one evdev frame.
-public struct PlayoutFrame: Sendable, Equatable {
+/// One evdev frame: what a playout tick produces and what the pointer
+/// device writes (one write() ending in SYN_REPORT). Zero fields are left
+/// out of the frame; an empty frame writes nothing.
+public struct PointerFrame: Sendable, Equatable {
+    /// REL_X / REL_Y, pixels.
     public var dx: Int32 = 0
     public var dy: Int32 = 0
+    /// REL_WHEEL / REL_HWHEEL, whole notches (positive = up / right).
     public var wheel: Int32 = 0
     public var hwheel: Int32 = 0
+    /// REL_WHEEL_HI_RES / REL_HWHEEL_HI_RES, 1/120 of a notch.
     public var wheelHiRes: Int32 = 0
     public var hwheelHiRes: Int32 = 0
     /// Button changes in order; at most one per button per frame.
@@ -184,6 +186,25 @@ public struct PlayoutFrame: Sendable, Equatable {
     public var idle: Bool = false
 
     public init() {}
+
+    /// A frame from its fields (for scripts and tests: the array is copied
+    /// into the inline storage; more than `maxButtons` changes trap).
+    public init(dx: Int32 = 0, dy: Int32 = 0, wheel: Int32 = 0, hwheel: Int32 = 0,
+                wheelHiRes: Int32 = 0, hwheelHiRes: Int32 = 0, buttons: [ButtonChange]) {
+        self.init(dx: dx, dy: dy, wheel: wheel, hwheel: hwheel, wheelHiRes: wheelHiRes, hwheelHiRes: hwheelHiRes)
+        precondition(buttons.count <= Self.maxButtons, "at most \(Self.maxButtons) button changes in one frame")
+        for b in buttons { self.buttons.append(b) }
+    }
+
+    public init(dx: Int32 = 0, dy: Int32 = 0, wheel: Int32 = 0, hwheel: Int32 = 0,
+                wheelHiRes: Int32 = 0, hwheelHiRes: Int32 = 0) {
+        self.dx = dx; self.dy = dy
+        self.wheel = wheel; self.hwheel = hwheel
+        self.wheelHiRes = wheelHiRes; self.hwheelHiRes = hwheelHiRes
+    }
+
+    /// Button changes one frame may carry (PLAYOUT_BTN_PER_TICK).
+    public static let maxButtons = ButtonChanges.capacity
 
     public var isEmpty: Bool {
         dx == 0 && dy == 0 && wheel == 0 && hwheel == 0 && wheelHiRes == 0 && hwheelHiRes == 0
@@ -195,7 +216,13 @@ public struct PlayoutFrame: Sendable, Equatable {
 public struct ButtonChanges: RandomAccessCollection, Sendable, Equatable {
     typealias Storage = (ButtonChange, ButtonChange, ButtonChange, ButtonChange,
                          ButtonChange, ButtonChange, ButtonChange, ButtonChange)
-    static let capacity = 8
+    /// PLAYOUT_BTN_PER_TICK, which the inline storage must match.
+    public static let capacity: Int = {
+        let c = Int(PLAYOUT_BTN_PER_TICK)
+        precondition(MemoryLayout<Storage>.stride == c * MemoryLayout<ButtonChange>.stride,
+                     "ButtonChanges.Storage must hold PLAYOUT_BTN_PER_TICK changes")
+        return c
+    }()
     private var storage: Storage
     public private(set) var count: Int = 0
 
@@ -262,10 +289,10 @@ public final class Playout {
     }
 
     /// One drain tick at `nowUs` (receiver clock).
-    public func tick(nowUs: UInt64) -> PlayoutFrame {
+    public func tick(nowUs: UInt64) -> PointerFrame {
         var o = playout_out()
         playout_tick(p, nowUs, &o)
-        var f = PlayoutFrame()
+        var f = PointerFrame()
         f.dx = o.dx; f.dy = o.dy; f.wheel = o.wheel; f.hwheel = o.hwheel
         f.wheelHiRes = o.wheel_hires; f.hwheelHiRes = o.hwheel_hires; f.idle = o.idle
         if o.nbtn > 0 {

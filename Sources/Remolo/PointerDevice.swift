@@ -47,46 +47,6 @@ public struct PointerDeviceError: Error, Equatable, CustomStringConvertible, Sen
     }
 }
 
-/// One evdev frame for the pointer device. Zero fields are left out of the
-/// frame; an empty frame writes nothing.
-public struct PointerFrame: Sendable, Equatable {
-    public struct Button: Sendable, Equatable {
-        /// An evdev code, BTN_LEFT (0x110) ... BTN_TASK (0x117).
-        public var code: UInt16
-        public var down: Bool
-        public init(code: UInt16, down: Bool) { self.code = code; self.down = down }
-
-        public static let left: UInt16 = 0x110
-        public static let right: UInt16 = 0x111
-        public static let middle: UInt16 = 0x112
-        public static let side: UInt16 = 0x113
-        public static let extra: UInt16 = 0x114
-    }
-
-    /// REL_X / REL_Y, pixels.
-    public var dx: Int32
-    public var dy: Int32
-    /// REL_WHEEL / REL_HWHEEL, whole notches (positive = up / right).
-    public var wheel: Int32
-    public var hwheel: Int32
-    /// REL_WHEEL_HI_RES / REL_HWHEEL_HI_RES, 1/120 of a notch.
-    public var wheelHiRes: Int32
-    public var hwheelHiRes: Int32
-    /// Button changes, in order; at most 8 per frame.
-    public var buttons: [Button]
-
-    public init(dx: Int32 = 0, dy: Int32 = 0, wheel: Int32 = 0, hwheel: Int32 = 0,
-                wheelHiRes: Int32 = 0, hwheelHiRes: Int32 = 0, buttons: [Button] = []) {
-        self.dx = dx; self.dy = dy
-        self.wheel = wheel; self.hwheel = hwheel
-        self.wheelHiRes = wheelHiRes; self.hwheelHiRes = hwheelHiRes
-        self.buttons = buttons
-    }
-
-    /// Button changes one frame may carry.
-    public static let maxButtons = Int(PLAYOUT_BTN_PER_TICK)
-}
-
 /// A virtual pointer (mouse) created through /dev/uinput: what compositors
 /// and libinput see as the Remolo pointer. Each `write` is one frame, one
 /// write() ending in SYN_REPORT. Releasing the device first releases any
@@ -136,27 +96,10 @@ public final class PointerDevice {
         dev.deallocate()
     }
 
-    /// Writes one frame. Returns the bytes written (0 for an empty frame).
+    /// Writes one frame, without allocating (the receiver's drain path).
+    /// Returns the bytes written (0 for an empty frame).
     @discardableResult
     public func write(_ frame: PointerFrame) throws(PointerDeviceError) -> Int {
-        guard frame.buttons.count <= PointerFrame.maxButtons else {
-            throw PointerDeviceError(errno: EINVAL, operation: "write")
-        }
-        var f = PlayoutFrame()
-        f.dx = frame.dx
-        f.dy = frame.dy
-        f.wheel = frame.wheel
-        f.hwheel = frame.hwheel
-        f.wheelHiRes = frame.wheelHiRes
-        f.hwheelHiRes = frame.hwheelHiRes
-        for b in frame.buttons { f.buttons.append(ButtonChange(code: b.code, down: b.down)) }
-        return try write(f)
-    }
-
-    /// Writes one playout tick as one frame, without allocating: the
-    /// receiver's drain path.
-    @discardableResult
-    public func write(_ frame: PlayoutFrame) throws(PointerDeviceError) -> Int {
         var o = playout_out()
         o.dx = frame.dx
         o.dy = frame.dy

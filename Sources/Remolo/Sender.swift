@@ -130,7 +130,7 @@ public final class Sender {
     private static func sealer(for channel: ControlChannel) throws(SenderError) -> DatagramSealer {
         do {
             let key = try DatagramKey(secret: channel.keys.datagramKey)
-            let id = try DatagramSessionID(bytes: channel.keys.sessionID.bytes)
+            let id = channel.keys.sessionID
             return DatagramSealer(key: key, session: id)
         } catch {
             throw SenderError("bad session keys: \(error)")
@@ -164,10 +164,10 @@ public final class Sender {
     }
 
     /// Seals and sends one datagram stamped `at` (sender clock, us).
-    public func send(_ payload: DatagramPayload, at micros: UInt64) throws {
-        let n = try buffer.withUnsafeMutableBytes { try sealer.seal(Datagram(payload, senderTimeUs: micros), into: $0) }
+    public func send(_ payload: DatagramPayload, at timeUs: UInt64) throws {
+        let n = try buffer.withUnsafeMutableBytes { try sealer.seal(Datagram(payload, senderTimeUs: timeUs), into: $0) }
         let sent = buffer.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
-        lastDatagram = micros
+        lastDatagram = timeUs
         sessionDatagrams += 1
         if sent != n {
             // UDP: a refused or dropped datagram is lost motion, not an error
@@ -190,8 +190,8 @@ public final class Sender {
     }
 
     /// A button change over the control channel, stamped `at` (us).
-    public func button(_ b: MouseButton, down: Bool, at micros: UInt64) throws {
-        try channel.send(.button(ButtonEvent(button: b, isDown: down, senderTimeNs: micros * 1000,
+    public func button(_ b: MouseButton, down: Bool, at timeUs: UInt64) throws {
+        try channel.send(.button(ButtonEvent(button: b, isDown: down, senderTimeNs: timeUs * 1000,
                                              sequence: buttonSequence)))
         buttonSequence &+= 1
         stats.buttons += 1
@@ -284,7 +284,7 @@ public final class Sender {
     /// Opens a new session in place of a dead one and presses again the
     /// buttons the source still holds (the receiver released them when the
     /// old session ended).
-    private func reopen(at micros: UInt64) throws {
+    private func reopen(at timeUs: UInt64) throws {
         guard let reconnector else { throw SenderError("no way to reconnect") }
         let ch = try reconnector()
         let newSealer: DatagramSealer
@@ -298,7 +298,7 @@ public final class Sender {
         pending = (0, 0, 0)
         onControlChannel = forcedTCP
         stats.reconnects += 1
-        for b in held { try button(b, down: true, at: micros) }
+        for b in held { try button(b, down: true, at: timeUs) }
     }
 
     /// Plays `source` for `seconds` at `rate` frames per second (at most 120):

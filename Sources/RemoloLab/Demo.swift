@@ -147,8 +147,8 @@ public enum Demo {
         if Int(st.opened) != rs.forwarded { problems.append("the receiver opened \(st.opened) of \(rs.forwarded) forwarded") }
         if st.dropped > 0 { problems.append("the receiver dropped \(st.dropped) datagrams: \(st.summary)") }
         if recorder.rows != Int(st.opened) { problems.append("recorded \(recorder.rows) of \(st.opened) arrivals") }
-        let arrivedX = trace.records.filter { $0.kind == .move && $0.arriveUs != nil }.reduce(Int64(0)) { $0 + Int64($1.dx) }
-        let arrivedY = trace.records.filter { $0.kind == .move && $0.arriveUs != nil }.reduce(Int64(0)) { $0 + Int64($1.dy) }
+        let arrivedX = trace.records.filter { $0.kind == .motion && $0.arriveUs != nil }.reduce(Int64(0)) { $0 + Int64($1.dx) }
+        let arrivedY = trace.records.filter { $0.kind == .motion && $0.arriveUs != nil }.reduce(Int64(0)) { $0 + Int64($1.dy) }
         if abs(st.totalDX * 256 - arrivedX) > 128 || abs(st.totalDY * 256 - arrivedY) > 128 {
             problems.append("the pointer moved \(st.totalDX),\(st.totalDY) px for \(arrivedX),\(arrivedY) Q8 that arrived")
         }

@@ -11,7 +11,7 @@ import RemoloTrace
 public struct SentEvent: Sendable, Equatable {
     /// Sender time since the start of the script, microseconds.
     public var tUs: UInt64
-    public var kind: TraceKind
+    public var kind: PacketKind
     public var dx: Int32
     public var dy: Int32
 }
@@ -73,7 +73,7 @@ public struct GestureScript: Sendable {
         var nowS: Double { Double(frame) * frameUs / 1e6 }
         var dt: Double { frameUs / 1e6 }
 
-        mutating func send(_ kind: TraceKind, _ dx: Int32, _ dy: Int32) {
+        mutating func send(_ kind: PacketKind, _ dx: Int32, _ dy: Int32) {
             events.append(SentEvent(tUs: frameTimeUs, kind: kind, dx: dx, dy: dy))
             lastSentUs = frameTimeUs
         }
@@ -86,7 +86,7 @@ public struct GestureScript: Sendable {
             let nx = Int64((carry.0 * 256).rounded()), ny = Int64((carry.1 * 256).rounded())
             let dx = nx - q8.0, dy = ny - q8.1
             q8 = (nx, ny)
-            if dx != 0 || dy != 0 { send(scroll ? .scroll : .move, Int32(dx), Int32(dy)) }
+            if dx != 0 || dy != 0 { send(scroll ? .scroll : .motion, Int32(dx), Int32(dy)) }
         }
 
         /// Idle frames: heartbeats every 100 ms when on screen.

@@ -33,7 +33,7 @@ public struct IdealPath: Sendable {
     /// A record's motion as a LabVec, in pixels / hi-res units.
     static func delta(_ r: TraceRecord) -> LabVec {
         let a = Double(r.dx) / 256, b = Double(r.dy) / 256
-        return r.kind == .move ? LabVec(a, b, 0, 0) : LabVec(0, 0, a, b)
+        return r.kind == .motion ? LabVec(a, b, 0, 0) : LabVec(0, 0, a, b)
     }
 
     public func at(_ time: Double) -> LabVec {

@@ -158,7 +158,10 @@ public struct PointerSettings: Equatable, Sendable {
 }
 
 public enum MouseButton: UInt8, Sendable, CaseIterable {
-    case left = 1, right = 2, middle = 3, back = 4, forward = 5
+    /// Numbered as on the wire; 4 and 5 are a mouse's thumb buttons, named
+    /// after their Linux codes BTN_SIDE and BTN_EXTRA (often labelled back
+    /// and forward).
+    case left = 1, right = 2, middle = 3, side = 4, extra = 5
 }
 
 /// A button press or release. Buttons go over TCP (never lost); the sender

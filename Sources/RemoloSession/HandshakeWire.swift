@@ -127,7 +127,8 @@ enum HandshakePayload {
 
     static func parseResponder(_ p: [UInt8]) -> (version: UInt8, sessionID: SessionID)? {
         guard p.count == responderLength else { return nil }
-        return (p[0], SessionID(bytes: Array(p[1...])))
+        guard let id = try? SessionID(bytes: p[1...]) else { return nil }
+        return (p[0], id)
     }
 }
 
@@ -158,13 +159,19 @@ public struct TAI64N: Comparable, Hashable, Sendable {
 /// The 8-byte session id the receiver hands out; it prefixes every datagram
 /// of the session in clear, so it is public, and random so that it reveals
 /// nothing and collisions are negligible.
+/// The same type names the session in the handshake, the session table and
+/// the head of every datagram (`WIRE_ID_LEN` in remolo_wire.h).
 public struct SessionID: Hashable, Sendable, CustomStringConvertible {
+    public static let byteCount = 8
+    /// The bytes, in wire order.
     public let bytes: [UInt8]
 
-    public init(bytes: [UInt8]) {
-        precondition(bytes.count == 8, "a session id is 8 bytes")
-        self.bytes = bytes
+    public init(bytes: some Collection<UInt8>) throws(SessionIDLengthError) {
+        guard bytes.count == Self.byteCount else { throw SessionIDLengthError(count: bytes.count) }
+        self.bytes = Array(bytes)
     }
+
+    private init(checked bytes: [UInt8]) { self.bytes = bytes }
 
     /// The same 8 bytes read as a big-endian integer (wire order).
     public var value: UInt64 { bytes.reduce(0) { $0 << 8 | UInt64($1) } }
@@ -172,5 +179,11 @@ public struct SessionID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { Hex.encode(bytes) }
 
     /// A fresh random id (libsodium's CSPRNG).
-    @Sendable public static func random() -> SessionID { SessionID(bytes: randomBytes(8)) }
+    @Sendable public static func random() -> SessionID { SessionID(checked: randomBytes(byteCount)) }
+}
+
+/// A session id of another length than `SessionID.byteCount`.
+public struct SessionIDLengthError: Error, Equatable, Sendable {
+    public let count: Int
+    public init(count: Int) { self.count = count }
 }

@@ -160,14 +160,8 @@ public final class Identity: Sendable {
     }
 
     private static func readSecretFile(_ path: String) throws(ConfigError) -> SecretBytes? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if Glibc.errno == ENOENT { return nil }
-            throw .errno(path, "open")
-        }
+        guard let (fd, st) = try openForReading(path, flags: O_NOFOLLOW) else { return nil }
         defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .errno(path, "fstat") }
         if st.st_mode & 0o077 != 0 {
             throw ConfigError(path: path, message: "secret key is readable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); run: chmod 600 '\(path)'")
         }
@@ -178,6 +172,23 @@ public final class Identity: Sendable {
         try readExactly(fd, into: secret.mutableBuffer, path: path)
         return secret
     }
+}
+
+/// Opens a file of the configuration directory for reading, with its
+/// status; nil when it does not exist. The caller closes the descriptor.
+func openForReading(_ path: String, flags: Int32 = 0) throws(ConfigError) -> (Int32, stat)? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | flags)
+    if fd < 0 {
+        if Glibc.errno == ENOENT { return nil }
+        throw .errno(path, "open")
+    }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else {
+        let e = ConfigError.errno(path, "fstat")
+        close(fd)
+        throw e
+    }
+    return (fd, st)
 }
 
 /// Fills `buffer` from `fd`. End of file first means the file shrank after
@@ -279,14 +290,8 @@ public struct PeerList: Sendable, Equatable {
 
     /// The whole file, or nil if it does not exist.
     private static func readPeerFile(_ path: String) throws(ConfigError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            if Glibc.errno == ENOENT { return nil }
-            throw .errno(path, "open")
-        }
+        guard let (fd, st) = try openForReading(path) else { return nil }
         defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .errno(path, "fstat") }
         guard (st.st_mode & S_IFMT) == S_IFREG else {
             throw ConfigError(path: path, message: "is not a regular file; move it away (peers listed in it must pair again)")
         }

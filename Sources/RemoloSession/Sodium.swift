@@ -28,15 +28,15 @@ public final class SecretBytes: @unchecked Sendable {
     // and by the owning type's methods, which are never shared mid-update
     // (handshake states are used by one thread at a time).
     public let count: Int
-    let pointer: UnsafeMutableRawPointer
+    package let pointer: UnsafeMutableRawPointer
 
-    init(count: Int) {
+    package init(count: Int) {
         self.count = count
         pointer = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1), alignment: 16)
         pointer.initializeMemory(as: UInt8.self, repeating: 0, count: max(count, 1))
     }
 
-    convenience init(copying bytes: some Collection<UInt8>) {
+    package convenience init(copying bytes: some Collection<UInt8>) {
         self.init(count: bytes.count)
         var i = 0
         for b in bytes { pointer.storeBytes(of: b, toByteOffset: i, as: UInt8.self); i += 1 }

@@ -26,25 +26,44 @@ import Foundation
 /// that a replay scores exactly as the run that wrote it; a recorded trace
 /// has none, and the clock map is estimated from the lower envelope of the
 /// transit times (`TraceClock.estimate`).
-public enum TraceKind: String, Sendable, CaseIterable {
-    case move, scroll, button, heartbeat
+/// What a pointer packet carries: the one kind enum of the datagram, the
+/// playout and the trace. Raw values are the wire's kind byte (the C
+/// `enum playout_kind`, checked by WireTests); `traceName` is the word a
+/// trace file writes.
+public enum PacketKind: UInt8, Sendable, CaseIterable {
+    case motion = 1, scroll = 2, button = 3, heartbeat = 4
+
+    /// The trace file's word for the kind (the traces' column 3).
+    public var traceName: String {
+        switch self {
+        case .motion: "move"
+        case .scroll: "scroll"
+        case .button: "button"
+        case .heartbeat: "heartbeat"
+        }
+    }
+
+    public init?(traceName: some StringProtocol) {
+        guard let k = Self.allCases.first(where: { $0.traceName == traceName }) else { return nil }
+        self = k
+    }
 }
 
 public struct TraceRecord: Sendable, Equatable {
     public var sendUs: UInt64
     public var arriveUs: UInt64?
-    public var kind: TraceKind
+    public var kind: PacketKind
     /// Wire values: Q8 for move and scroll; button number and state for
     /// button.
     public var dx: Int32
     public var dy: Int32
 
-    public init(sendUs: UInt64, arriveUs: UInt64?, kind: TraceKind, dx: Int32 = 0, dy: Int32 = 0) {
+    public init(sendUs: UInt64, arriveUs: UInt64?, kind: PacketKind, dx: Int32 = 0, dy: Int32 = 0) {
         self.sendUs = sendUs; self.arriveUs = arriveUs; self.kind = kind; self.dx = dx; self.dy = dy
     }
 
     /// Carries motion (move or scroll).
-    public var isMovement: Bool { kind == .move || kind == .scroll }
+    public var isMovement: Bool { kind == .motion || kind == .scroll }
 
 }
 
@@ -208,8 +227,8 @@ public struct Trace: Sendable, Equatable {
     public static func row(_ r: TraceRecord) -> String {
         let arrive = r.arriveUs.map { String($0) } ?? ""
         switch r.kind {
-        case .move, .scroll:
-            return "\(r.sendUs),\(arrive),\(r.kind.rawValue),\(formatQ8(r.dx)),\(formatQ8(r.dy))"
+        case .motion, .scroll:
+            return "\(r.sendUs),\(arrive),\(r.kind.traceName),\(formatQ8(r.dx)),\(formatQ8(r.dy))"
         case .button:
             return "\(r.sendUs),\(arrive),button,\(r.dx),\(r.dy)"
         case .heartbeat:
@@ -328,7 +347,7 @@ public struct Trace: Sendable, Equatable {
             guard let a = UInt64(f[1]) else { throw err(2, "'\(f[1])' is not a whole number of microseconds (leave it empty for a lost datagram)") }
             arrive = a
         }
-        guard let kind = TraceKind(rawValue: f[2]) else {
+        guard let kind = PacketKind(traceName: f[2]) else {
             throw err(3, "unknown kind '\(f[2])' (move, scroll, button or heartbeat)")
         }
         func q8(_ col: Int) throws -> Int32 {
@@ -340,7 +359,7 @@ public struct Trace: Sendable, Equatable {
             return Int32(q)
         }
         switch kind {
-        case .move, .scroll, .heartbeat:
+        case .motion, .scroll, .heartbeat:
             return TraceRecord(sendUs: send, arriveUs: arrive, kind: kind, dx: try q8(4), dy: try q8(5))
         case .button:
             guard let b = Int32(f[3]), (1...8).contains(b) else { throw err(4, "a button is 1 (left) to 8, found '\(f[3])'") }

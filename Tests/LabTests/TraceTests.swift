@@ -38,7 +38,7 @@ func q8Decimals(_ c: (Int, Int32, String)) throws {
     """
     let t = try Trace.parse(text)
     #expect(t.records.count == 4)
-    #expect(t.records[0] == TraceRecord(sendUs: 1000, arriveUs: 5000, kind: .move, dx: 384, dy: -64))
+    #expect(t.records[0] == TraceRecord(sendUs: 1000, arriveUs: 5000, kind: .motion, dx: 384, dy: -64))
     #expect(t.records[1].arriveUs == nil)
     #expect(t.records[1].dy == 947)   // round(3.7 * 256) = round(947.2)
     #expect(t.records[1].packet.a == 947 && t.records[1].packet.b == 0)  // core scroll: (vertical, horizontal)
@@ -84,7 +84,7 @@ func malformedTraces(_ c: BadTrace) {
         let s = s0 + UInt64(i) * 8333
         let jitter = i % 10 == 0 ? 0 : rng.uniform(0, 4000)
         let a = Double(s) + 1_200_000 + 40e-6 * Double(s - s0) + jitter
-        recs.append(TraceRecord(sendUs: s, arriveUs: UInt64(a.rounded()), kind: .move, dx: 256))
+        recs.append(TraceRecord(sendUs: s, arriveUs: UInt64(a.rounded()), kind: .motion, dx: 256))
     }
     let c = TraceClock.estimate(recs)
     let e = c.emissionTimes(recs)

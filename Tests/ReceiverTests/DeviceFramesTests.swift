@@ -49,10 +49,9 @@ extension RxSuite {
         @Test func framesReachTheSinkExactly() throws {
             let p = try ReceiverTests.Pair()
             let sink = try FrameSink()
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+            let rx = try p.receiver(into: sink)
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                        receiver: p.receiverID.publicKey)
+            let tx = try p.connect(to: rx)
             var core = try Self.core()
             try Self.drive(&core, tx, seconds: 1.2)
             tx.close()
@@ -69,7 +68,7 @@ extension RxSuite {
         @Test func receiverRestartedMidRunTheSenderReconnects() throws {
             let p = try ReceiverTests.Pair()
             let sinkA = try FrameSink(), sinkB = try FrameSink()
-            let a: Receiver? = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sinkA.writeFD))
+            let a: Receiver? = try p.receiver(into: sinkA)
             let port = a!.port
             var b: Receiver?
             defer { a?.stop(); b?.stop(); withExtendedLifetime((sinkA, sinkB)) {} }
@@ -93,6 +92,23 @@ extension RxSuite {
             #expect(s.framesDropped > 0, "the outage's motion is dropped, not sent late: \(s)")
             #expect((b?.stats.opened ?? 0) > 50, "motion resumed on the new receiver")
             #expect(abs(sinkB.sum(Event.relX)) + abs(sinkB.sum(Event.relY)) > 20)
+        }
+
+        /// The sender core names buttons by plain numbers (it needs no
+        /// platform header); they are the Linux codes the receiver writes,
+        /// and every control-channel button maps to one and back.
+        @Test func senderButtonsAreTheLinuxCodes() {
+            let pairs: [(Button, MouseButton)] = [(.left, .left), (.right, .right), (.middle, .middle),
+                                                  (.side, .side), (.extra, .extra)]
+            for (b, m) in pairs {
+                #expect(b.rawValue == m.evdevCode)
+                #expect(MouseButton(b) == m)
+                #expect(MouseButton(evdevCode: m.evdevCode) == m)
+            }
+            #expect(MouseButton.allCases.count == pairs.count)
+            #expect(EvdevButton.code(traceNumber: 1) == MouseButton.left.evdevCode)
+            #expect(EvdevButton.traceNumber(code: Int32(MouseButton.extra.evdevCode)) == 5)
+            #expect(EvdevButton.traceNumber(code: Int32(EvdevButton.codes.upperBound) + 1) == nil)
         }
     }
 }

@@ -26,8 +26,7 @@ extension RxSuite {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("remolo-fallback-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).csv").path
             defer { try? FileManager.default.removeItem(atPath: dir) }
             let recorder = try ArrivalRecorder(path: dir)
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD),
-                                  limits: limits, recordArrivals: recorder)
+            let rx = try p.receiver(into: sink, limits: limits, recordArrivals: recorder)
             let relay = try UDPRelay(scenario: .s1, listen: "127.0.0.1:0", to: "127.0.0.1:\(rx.port)")
             let relayDone = DispatchSemaphore(value: 0)
             Thread { relay.run(); relayDone.signal() }.start()
@@ -51,7 +50,7 @@ extension RxSuite {
             rx.stop()
             sink.drain()
             let trace = try Trace.read(from: dir)
-            let moves = trace.records.filter { $0.kind == .move }
+            let moves = trace.records.filter { $0.kind == .motion }
             let q8 = (moves.reduce(Int64(0)) { $0 + Int64($1.dx) }, moves.reduce(Int64(0)) { $0 + Int64($1.dy) })
             return (tx.stats, rx.stats, sink, q8, events.withLock { $0 })
         }

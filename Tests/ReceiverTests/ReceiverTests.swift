@@ -20,16 +20,29 @@ extension RxSuite {
                 if authorized { list.add(senderID.publicKey, label: "test sender") }
                 trust = try ReceiverTrust(identity: receiverID, directory: nil, authorized: list)
             }
+
+            /// A receiver on loopback that trusts this sender, its frames
+            /// written into `sink`.
+            func receiver(into sink: FrameSink, limits: SessionLimits = SessionLimits(),
+                          recordArrivals: ArrivalRecorder? = nil) throws -> Receiver {
+                try Receiver(host: "127.0.0.1", port: 0, trust: trust, output: .fileDescriptor(sink.writeFD),
+                             limits: limits, recordArrivals: recordArrivals)
+            }
+
+            /// This sender's session with `rx` (the receiver already knows it).
+            func connect(to rx: Receiver, limits: SessionLimits = SessionLimits()) throws -> Sender {
+                try Sender.connect(host: "127.0.0.1", port: rx.port, identity: senderID,
+                                   receiver: receiverID.publicKey, limits: limits)
+            }
         }
 
         @Test(arguments: [SyntheticGesture.Shape.circle, .swipe])
         func senderMovesReceiver(_ shape: SyntheticGesture.Shape) throws {
             let p = try Pair()
             let sink = try FrameSink()
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+            let rx = try p.receiver(into: sink)
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                        receiver: p.receiverID.publicKey)
+            let tx = try p.connect(to: rx)
             #expect(rx.liveSessions == 1)
             var g = SyntheticGesture(shape, size: shape == .swipe ? 600 : 150)
             try tx.run(&g, seconds: 0.5)
@@ -61,11 +74,10 @@ extension RxSuite {
         @Test func unpairedSenderIsRefused() throws {
             let p = try Pair(authorized: false)
             let sink = try FrameSink()
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+            let rx = try p.receiver(into: sink)
             defer { rx.stop(); withExtendedLifetime(sink) {} }
             #expect(throws: SessionError.self) {
-                _ = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                       receiver: p.receiverID.publicKey)
+                _ = try p.connect(to: rx)
             }
             #expect(rx.liveSessions == 0)
             #expect(rx.stats.sessionsAdded == 0)
@@ -74,7 +86,7 @@ extension RxSuite {
         @Test func pairingCodeGivesAWorkingSession() throws {
             let p = try Pair(authorized: false)
             let sink = try FrameSink()
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+            let rx = try p.receiver(into: sink)
             defer { rx.stop(); withExtendedLifetime(sink) {} }
             let code = try p.trust.pairing.issue()
             let tx = try Sender.pair(host: "127.0.0.1", port: rx.port, identity: p.senderID, code: code,
@@ -97,10 +109,9 @@ extension RxSuite {
         @Test func vanishedSenderReleasesButton() throws {
             let p = try Pair()
             let sink = try FrameSink()
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+            let rx = try p.receiver(into: sink)
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                        receiver: p.receiverID.publicKey)
+            let tx = try p.connect(to: rx)
             try tx.button(.left, down: true, at: senderClockUs())
             try tx.send(.motion(dx: 2560, dy: 0), at: senderClockUs())
             usleep(100_000)

@@ -73,7 +73,7 @@ extension RxSuite {
                 total += 1
                 let r: TraceRecord
                 switch p {
-                case .motion(let dx, let dy): r = TraceRecord(sendUs: t, arriveUs: nil, kind: .move, dx: dx, dy: dy)
+                case .motion(let dx, let dy): r = TraceRecord(sendUs: t, arriveUs: nil, kind: .motion, dx: dx, dy: dy)
                 case .scroll(let v, let h): r = TraceRecord(sendUs: t, arriveUs: nil, kind: .scroll, dx: h, dy: v)
                 case .button(let code, let down):
                     r = TraceRecord(sendUs: t, arriveUs: nil, kind: .button, dx: Int32(code) - 0x110 + 1, dy: down ? 1 : 0)
@@ -136,11 +136,9 @@ extension RxSuite {
             let path = NSTemporaryDirectory() + "remolo-arrivals-rx-\(getpid()).csv"
             defer { unlink(path) }
             let recorder = try ArrivalRecorder(path: path)
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD),
-                                  recordArrivals: recorder)
+            let rx = try p.receiver(into: sink, recordArrivals: recorder)
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                        receiver: p.receiverID.publicKey)
+            let tx = try p.connect(to: rx)
             var g = SyntheticGesture(.circle, size: 150)
             try tx.run(&g, seconds: 0.5)
             let sent = tx.stats
@@ -148,7 +146,7 @@ extension RxSuite {
             #expect(eventually(3) { rx.stats.sessionsRemoved == 1 })
             rx.stop()
             let trace = try Trace.read(from: path)
-            let moves = trace.records.filter { $0.kind == .move }
+            let moves = trace.records.filter { $0.kind == .motion }
             #expect(UInt64(moves.count) == sent.motionDatagrams)
             #expect(UInt64(trace.records.filter { $0.kind == .heartbeat }.count) == sent.heartbeats)
             #expect(UInt64(trace.records.count) == rx.stats.opened)
@@ -176,7 +174,7 @@ extension RxSuite {
             let (trace, text) = try rig.stopAndRead()
             #expect(trace.records.count == 11)
             #expect(trace.records.first?.kind == .heartbeat)
-            #expect(trace.records.dropFirst().allSatisfy { $0.kind == .move && $0.dx == 256 })
+            #expect(trace.records.dropFirst().allSatisfy { $0.kind == .motion && $0.dx == 256 })
             #expect(text.contains("other_sessions=10"))
         }
 
@@ -346,7 +344,7 @@ extension RxSuite {
         /// The streaming writer writes exactly what `Trace.csv()` does.
         @Test func streamingWriterMatchesCsv() throws {
             let records = [
-                TraceRecord(sendUs: 10, arriveUs: 2_000, kind: .move, dx: 300, dy: -77),
+                TraceRecord(sendUs: 10, arriveUs: 2_000, kind: .motion, dx: 300, dy: -77),
                 TraceRecord(sendUs: 20, arriveUs: nil, kind: .scroll, dx: -128, dy: 30_720),
                 TraceRecord(sendUs: 30, arriveUs: 2_100, kind: .button, dx: 2, dy: 1),
                 TraceRecord(sendUs: 40, arriveUs: 2_200, kind: .heartbeat),

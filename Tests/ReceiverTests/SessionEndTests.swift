@@ -19,11 +19,9 @@ extension RxSuite {
             let p = try Pair()
             let sink = try FrameSink()
             let limits = SessionLimits.testing(idle: 0.6)
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD),
-                                  limits: limits)
+            let rx = try p.receiver(into: sink, limits: limits)
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                        receiver: p.receiverID.publicKey, limits: limits)
+            let tx = try p.connect(to: rx, limits: limits)
             var idle = SyntheticGesture(.idle)
             try tx.run(&idle, seconds: 5 * limits.idleTimeout)
             #expect(rx.liveSessions == 1)
@@ -44,14 +42,12 @@ extension RxSuite {
         func replacedSession() throws {
             let p = try Pair()
             let sink = try FrameSink()
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+            let rx = try p.receiver(into: sink)
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let first = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                           receiver: p.receiverID.publicKey)
+            let first = try p.connect(to: rx)
             try first.button(.left, down: true, at: senderClockUs())
             usleep(50_000)
-            let second = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                            receiver: p.receiverID.publicKey)
+            let second = try p.connect(to: rx)
             #expect(throws: SessionError.peerSaidBye(.replaced)) { _ = try first.channel.receive(timeout: 3) }
             #expect(rx.liveSessions == 1)
             let before = rx.stats[.unknownSession]
@@ -71,10 +67,9 @@ extension RxSuite {
         func byeOnShutdown() throws {
             let p = try Pair()
             let sink = try FrameSink()
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+            let rx = try p.receiver(into: sink)
             defer { withExtendedLifetime(sink) {} }
-            let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                        receiver: p.receiverID.publicKey)
+            let tx = try p.connect(to: rx)
             rx.stop()
             #expect(throws: SessionError.peerSaidBye(.shuttingDown)) { _ = try tx.channel.receive(timeout: 3) }
         }
@@ -83,10 +78,9 @@ extension RxSuite {
         func controlMessages() throws {
             let p = try Pair()
             let sink = try FrameSink()
-            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+            let rx = try p.receiver(into: sink)
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                        receiver: p.receiverID.publicKey)
+            let tx = try p.connect(to: rx)
             let ns = senderClockUs() * 1000
             try tx.channel.send(.motion(MotionEvent(dx: 256 * 12, dy: -256 * 5, senderTimeNs: ns)))
             try tx.channel.send(.motion(MotionEvent(dx: 256 * 3, dy: 0, senderTimeNs: ns + 33_000_000)))
@@ -138,10 +132,9 @@ extension RxSuite.SessionEndTests {
     func buttonSequenceGap() throws {
         let p = try Pair()
         let sink = try FrameSink()
-        let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD))
+        let rx = try p.receiver(into: sink)
         defer { rx.stop(); withExtendedLifetime(sink) {} }
-        let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                    receiver: p.receiverID.publicKey)
+        let tx = try p.connect(to: rx)
         let ns = senderClockUs() * 1000
         try tx.channel.send(.button(ButtonEvent(button: .left, isDown: true, senderTimeNs: ns, sequence: 41)))
         try tx.channel.send(.button(ButtonEvent(button: .right, isDown: true, senderTimeNs: ns + 1000, sequence: 42)))

@@ -146,7 +146,7 @@ final class LoopRig {
 /// A session's key, id and sealer (not copyable: a copy would reuse
 /// counters, that is nonces).
 struct TestSession: ~Copyable {
-    let id: DatagramSessionID
+    let id: SessionID
     let key: DatagramKey
     var sealer: DatagramSealer
 

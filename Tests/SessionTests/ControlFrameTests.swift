@@ -12,7 +12,7 @@ struct ControlFrameTests {
     static let messages: [ControlMessage] = [
         .settings(PointerSettings(pointerSpeed: 1.5, acceleration: 0.8, scrollSpeed: 2, naturalScrolling: true)),
         .button(ButtonEvent(button: .left, isDown: true, senderTimeNs: 123_456_789_012, sequence: 7)),
-        .button(ButtonEvent(button: .forward, isDown: false, senderTimeNs: .max, sequence: .max)),
+        .button(ButtonEvent(button: .extra, isDown: false, senderTimeNs: .max, sequence: .max)),
         .motion(MotionEvent(dx: -5, dy: 1_000_000, senderTimeNs: 42)),
         .scroll(MotionEvent(dx: .min, dy: .max, senderTimeNs: 0)),
         .ping(0xdead_beef_cafe_f00d), .pong(1), .bye(.idleTimeout),

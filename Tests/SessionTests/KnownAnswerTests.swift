@@ -180,7 +180,7 @@ struct KnownAnswerTests {
         // exactly as with the same bytes given by value.
         let fromSecret = try DatagramKey(secret: r.keys.datagramKey)
         let fromBytes = try DatagramKey(bytes: Self.hex(t.datagramKey))
-        let session = try DatagramSessionID(bytes: r.keys.sessionID.bytes)
+        let session = r.keys.sessionID
         let d = Datagram(.motion(dx: 785, dy: -1280), senderTimeUs: 1_000_000)
         #expect(DatagramSealer.seal(d, counter: 7, key: fromSecret, session: session)
                 == DatagramSealer.seal(d, counter: 7, key: fromBytes, session: session))

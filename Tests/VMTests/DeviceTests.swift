@@ -191,33 +191,6 @@ struct Expected {
     }
 }
 
-/// The receiver's pointer read while `work` runs on another thread, until
-/// `done` holds and nothing came for `settleMs`.
-private func readWhile(_ r: EvdevReader, settleMs: UInt64 = 500, timeoutS: UInt64 = 120,
-                       done: () -> Bool) -> [Ev] {
-    var out: [Ev] = []
-    let deadline = monotonicNs() + timeoutS * 1_000_000_000
-    var quietSince: UInt64?
-    while monotonicNs() < deadline {
-        var ev = input_event()
-        let rc = libevdev_next_event(r.dev, LIBEVDEV_READ_FLAG_NORMAL.rawValue, &ev)
-        if rc == LIBEVDEV_READ_STATUS_SUCCESS.rawValue {
-            out.append(Ev(Int32(ev.type), Int32(ev.code), ev.value))
-            quietSince = nil
-            continue
-        }
-        if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue { out.append(Ev(EV_SYN, SYN_DROPPED, 0)); continue }
-        if done() {
-            let now = monotonicNs()
-            if let q = quietSince, now - q >= settleMs * 1_000_000 { break }
-            if quietSince == nil { quietSince = now }
-        }
-        var pfd = pollfd(fd: r.fd, events: Int16(POLLIN), revents: 0)
-        _ = poll(&pfd, 1, 20)
-    }
-    return out
-}
-
 private func sum(_ events: [Ev], _ code: Int32) -> Int64 {
     events.filter { $0.type == UInt16(EV_REL) && $0.code == UInt16(code) }.reduce(0) { $0 + Int64($1.value) }
 }
@@ -334,7 +307,7 @@ extension VMSuite {
                 _ = tx.wait()
                 played.withLock { $0 = true }
             }.start()
-            let events = readWhile(rig.pointer) { played.withLock { $0 } }
+            let events = rig.pointer.read(until: { played.withLock { $0 } })
             #expect(tx.wait() == 0, "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")
             #expect(tx.output.contains("ended_by signal"), "\(tx.output)")
@@ -391,7 +364,7 @@ extension VMSuite {
                 _ = tx.wait()
                 played.withLock { $0 = true }
             }.start()
-            let events = readWhile(rig.pointer) { played.withLock { $0 } }
+            let events = rig.pointer.read(until: { played.withLock { $0 } })
             #expect(tx.wait() == 0, "\(tx.output)")
             #expect(tx.output.contains("ended_by signal"), "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")
@@ -445,7 +418,7 @@ extension VMSuite {
                 for k in [KEY_ESC, KEY_LEFTALT, KEY_LEFTCTRL] { keyboard.write(EV_KEY, k, 0); keyboard.syn() }
                 played.withLock { $0 = true }
             }.start()
-            let events = readWhile(rig.pointer) { played.withLock { $0 } }
+            let events = rig.pointer.read(until: { played.withLock { $0 } })
             #expect(log.withLock { $0 } == ["gone true", "back true"], "\(tx.output)")
             #expect(tx.wait() == 0, "\(tx.output)")
             #expect(tx.output.contains("ended_by chord"), "\(tx.output)")
@@ -476,7 +449,7 @@ extension VMSuite {
                 _ = tx.wait()
                 played.withLock { $0 = true }
             }.start()
-            let events = readWhile(rig.pointer) { played.withLock { $0 } }
+            let events = rig.pointer.read(until: { played.withLock { $0 } })
             #expect(tx.wait() == 0, "\(tx.output)")
             let d = try #require(tx.line("device: "), "\(tx.output)")
             print("bench (VM, TCG): tx.cpu_pct \(d.split(separator: " ").drop { $0 != "cpu_pct" }.dropFirst().first ?? "?")"

@@ -16,37 +16,6 @@ private final class SendOutcome: Sendable {
     let done = Mutex(false)
 }
 
-/// Reads a device until `stop()` holds, then `settleMs` more: the reader
-/// must keep up while the receiver writes (evdev's per-client buffer holds
-/// only a few frames and drops the rest as SYN_DROPPED).
-private func readUntil(_ r: EvdevReader, settleMs: Int32 = 300, timeoutMs: Int32 = 60_000,
-                       stop: () -> Bool) -> [Ev] {
-    var out: [Ev] = []
-    let deadline = monotonicNs() + UInt64(timeoutMs) * 1_000_000
-    var quietSince: UInt64?
-    while monotonicNs() < deadline {
-        var ev = input_event()
-        let rc = libevdev_next_event(r.dev, LIBEVDEV_READ_FLAG_NORMAL.rawValue, &ev)
-        if rc == LIBEVDEV_READ_STATUS_SUCCESS.rawValue {
-            out.append(Ev(Int32(ev.type), Int32(ev.code), ev.value))
-            quietSince = nil
-            continue
-        }
-        if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue {
-            out.append(Ev(EV_SYN, SYN_DROPPED, 0))
-            continue
-        }
-        if stop() {
-            let now = monotonicNs()
-            if let q = quietSince, now - q >= UInt64(settleMs) * 1_000_000 { break }
-            if quietSince == nil { quietSince = now }
-        }
-        var pfd = pollfd(fd: r.fd, events: Int16(POLLIN), revents: 0)
-        _ = poll(&pfd, 1, 20)
-    }
-    return out
-}
-
 extension VMSuite {
     /// A sender and a receiver over loopback UDP and TCP in one process: the
     /// real io_uring loop writes the real uinput device, read back with
@@ -86,7 +55,7 @@ extension VMSuite {
                 outcome.done.withLock { $0 = true }
             }
             t.start()
-            let events = readUntil(reader) {
+            let events = reader.read {
                 outcome.done.withLock { $0 } && rx.stats.sessionsRemoved >= 1
             }
             #expect(outcome.error.withLock { $0 } == nil, "sender: \(outcome.error.withLock { $0 } ?? "")")
@@ -142,7 +111,7 @@ extension VMSuite {
             try tx.send(.motion(dx: 256 * 9, dy: 0), at: senderClockUs())
             usleep(150_000)
             tx.channel.close()   // no bye
-            let events = readUntil(reader) { rx.stats.sessionsRemoved >= 1 }
+            let events = reader.read { rx.stats.sessionsRemoved >= 1 }
             #expect(events.filter { $0.type == UInt16(EV_KEY) } == [.key(BTN_RIGHT, true), .key(BTN_RIGHT, false)])
             #expect(events.filter { $0.type == UInt16(EV_REL) }.reduce(0) { $0 + $1.value } == 9)
         }
@@ -181,7 +150,7 @@ extension VMSuite.EndToEnd {
             done.withLock { $0 = true }
         }
         waiter.start()
-        let events = readUntil(reader) {
+        let events = reader.read {
             done.withLock { $0 } && rx.output.contains("ended")
         }
         #expect(tx.wait() == 0, "send: \(tx.output)")
@@ -224,7 +193,7 @@ extension VMSuite.EndToEnd {
                                  "--seconds", "\(seconds)"], configDir: c.sender, log: c.log("tx"))
         let done = Mutex(false)
         Thread { tx.process.waitUntilExit(); done.withLock { $0 = true } }.start()
-        let events = readUntil(reader, timeoutMs: Int32(seconds + 60) * 1000) {
+        let events = reader.read(timeoutMs: UInt64(seconds + 60) * 1000) {
             done.withLock { $0 } && rx.output.contains("ended")
         }
         #expect(tx.wait() == 0, "send: \(tx.output)")

@@ -90,13 +90,13 @@ extension VMSuite {
             let added = out.wait(seconds: 30) { $0.contains { $0.contains("DEVICE_ADDED") } }
             try #require(added, "libinput never added the device:\n\(out.snapshot.joined(separator: "\n"))")
 
-            typealias B = PointerFrame.Button
+            typealias B = ButtonChange
             let frames = [
                 PointerFrame(dx: 5, dy: -3),
-                PointerFrame(buttons: [B(code: B.left, down: true)]),
-                PointerFrame(buttons: [B(code: B.left, down: false)]),
-                PointerFrame(buttons: [B(code: B.right, down: true)]),
-                PointerFrame(buttons: [B(code: B.right, down: false)]),
+                PointerFrame(buttons: [B(code: MouseButton.left.evdevCode, down: true)]),
+                PointerFrame(buttons: [B(code: MouseButton.left.evdevCode, down: false)]),
+                PointerFrame(buttons: [B(code: MouseButton.right.evdevCode, down: true)]),
+                PointerFrame(buttons: [B(code: MouseButton.right.evdevCode, down: false)]),
                 PointerFrame(wheel: 1, wheelHiRes: 120),
                 PointerFrame(wheelHiRes: -30),
                 PointerFrame(hwheelHiRes: 60),

@@ -31,7 +31,9 @@ struct CommandResult {
 
 /// Runs a program to completion, stdout and stderr together.
 @discardableResult
-func run(_ path: String, _ args: String...) throws -> CommandResult {
+func run(_ path: String, _ args: String...) throws -> CommandResult { try run(path, args) }
+
+func run(_ path: String, _ args: [String]) throws -> CommandResult {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
@@ -46,18 +48,9 @@ func run(_ path: String, _ args: String...) throws -> CommandResult {
 
 /// Runs a program that must succeed.
 func must(_ path: String, _ args: String...) throws {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = args
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = pipe
-    try p.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
+    let r = try run(path, args)
     let cmd = ([path] + args).joined(separator: " ")
-    try #require(p.terminationStatus == 0,
-                 "\(cmd) failed (\(p.terminationStatus)): \(String(decoding: data, as: UTF8.self))")
+    try #require(r.status == 0, "\(cmd) failed (\(r.status)): \(r.output)")
 }
 
 func monotonicNs() -> UInt64 {

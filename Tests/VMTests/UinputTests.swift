@@ -79,6 +79,36 @@ final class EvdevReader {
     }
 }
 
+extension EvdevReader {
+    /// Reads the device until `stop()` holds and then nothing came for
+    /// `settleMs`: the reader must keep up while the receiver writes
+    /// (evdev's per-client buffer holds only a few frames and drops the
+    /// rest as SYN_DROPPED, which is recorded as such).
+    func read(settleMs: UInt64 = 500, timeoutMs: UInt64 = 120_000, until stop: () -> Bool) -> [Ev] {
+        var out: [Ev] = []
+        let deadline = monotonicNs() + timeoutMs * 1_000_000
+        var quietSince: UInt64?
+        while monotonicNs() < deadline {
+            var ev = input_event()
+            let rc = libevdev_next_event(dev, LIBEVDEV_READ_FLAG_NORMAL.rawValue, &ev)
+            if rc == LIBEVDEV_READ_STATUS_SUCCESS.rawValue {
+                out.append(Ev(Int32(ev.type), Int32(ev.code), ev.value))
+                quietSince = nil
+                continue
+            }
+            if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue { out.append(Ev(EV_SYN, SYN_DROPPED, 0)); continue }
+            if stop() {
+                let now = monotonicNs()
+                if let q = quietSince, now - q >= settleMs * 1_000_000 { break }
+                if quietSince == nil { quietSince = now }
+            }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&pfd, 1, 20)
+        }
+        return out
+    }
+}
+
 extension VMSuite {
     @Suite(.enabled(if: VMEnv.kernel, VMEnv.kernelReason))
     struct Uinput {
@@ -103,16 +133,16 @@ extension VMSuite {
         @Test func roundTripEveryEvent() throws {
             let d = try PointerDevice(name: "Remolo round trip")
             let r = try EvdevReader(d.devnode)
-            typealias B = PointerFrame.Button
+            typealias B = ButtonChange
 
             let frames: [(PointerFrame, [Ev])] = [
                 (PointerFrame(dx: 5, dy: -3),
                  [.rel(REL_X, 5), .rel(REL_Y, -3), .syn]),
                 (PointerFrame(dx: -1024),
                  [.rel(REL_X, -1024), .syn]),
-                (PointerFrame(dy: 7, buttons: [B(code: B.left, down: true)]),
+                (PointerFrame(dy: 7, buttons: [B(code: MouseButton.left.evdevCode, down: true)]),
                  [.rel(REL_Y, 7), .key(BTN_LEFT, true), .syn]),
-                (PointerFrame(dx: 1, buttons: [B(code: B.left, down: false)]),
+                (PointerFrame(dx: 1, buttons: [B(code: MouseButton.left.evdevCode, down: false)]),
                  [.rel(REL_X, 1), .key(BTN_LEFT, false), .syn]),
                 (PointerFrame(wheel: 1, wheelHiRes: 120),
                  [.rel(REL_WHEEL_HI_RES, 120), .rel(REL_WHEEL, 1), .syn]),
@@ -122,18 +152,18 @@ extension VMSuite {
                  [.rel(REL_HWHEEL_HI_RES, -240), .rel(REL_HWHEEL, -2), .syn]),
                 // A whole tick at once: motion, both wheels, two buttons.
                 (PointerFrame(dx: 3, dy: 4, wheel: -1, hwheel: 1, wheelHiRes: -120, hwheelHiRes: 120,
-                              buttons: [B(code: B.right, down: true), B(code: B.middle, down: true)]),
+                              buttons: [B(code: MouseButton.right.evdevCode, down: true), B(code: MouseButton.middle.evdevCode, down: true)]),
                  [.rel(REL_X, 3), .rel(REL_Y, 4), .rel(REL_WHEEL_HI_RES, -120), .rel(REL_WHEEL, -1),
                   .rel(REL_HWHEEL_HI_RES, 120), .rel(REL_HWHEEL, 1),
                   .key(BTN_RIGHT, true), .key(BTN_MIDDLE, true), .syn]),
-                (PointerFrame(buttons: [B(code: B.right, down: false), B(code: B.middle, down: false)]),
+                (PointerFrame(buttons: [B(code: MouseButton.right.evdevCode, down: false), B(code: MouseButton.middle.evdevCode, down: false)]),
                  [.key(BTN_RIGHT, false), .key(BTN_MIDDLE, false), .syn]),
                 // A click inside one tick: the release starts a new frame so
                 // the press is not cancelled out. Still one write().
-                (PointerFrame(buttons: [B(code: B.left, down: true), B(code: B.left, down: false)]),
+                (PointerFrame(buttons: [B(code: MouseButton.left.evdevCode, down: true), B(code: MouseButton.left.evdevCode, down: false)]),
                  [.key(BTN_LEFT, true), .syn, .key(BTN_LEFT, false), .syn]),
-                (PointerFrame(buttons: [B(code: B.side, down: true), B(code: B.extra, down: true),
-                                        B(code: B.side, down: false), B(code: B.extra, down: false)]),
+                (PointerFrame(buttons: [B(code: MouseButton.side.evdevCode, down: true), B(code: MouseButton.extra.evdevCode, down: true),
+                                        B(code: MouseButton.side.evdevCode, down: false), B(code: MouseButton.extra.evdevCode, down: false)]),
                  [.key(BTN_SIDE, true), .key(BTN_EXTRA, true), .syn,
                   .key(BTN_SIDE, false), .key(BTN_EXTRA, false), .syn]),
             ]
@@ -151,15 +181,15 @@ extension VMSuite {
             #expect(got == expected, "events read back differ:\n got \(got)\nwant \(expected)")
         }
 
-        /// The receiver's path: a PlayoutFrame straight from the playout.
+        /// The receiver's path: a PointerFrame straight from the playout.
         @Test func playoutFrameWrites() throws {
             let d = try PointerDevice(name: "Remolo playout frame")
             let r = try EvdevReader(d.devnode)
-            var f = PlayoutFrame()
+            var f = PointerFrame()
             f.dx = -9
             f.wheelHiRes = 60
             #expect(try d.write(f) == 3 * MemoryLayout<input_event>.stride)
-            #expect(try d.write(PlayoutFrame()) == 0)
+            #expect(try d.write(PointerFrame()) == 0)
             let got = r.read(count: 3)
             #expect(got == [.rel(REL_X, -9), .rel(REL_WHEEL_HI_RES, 60), .syn])
         }
@@ -171,10 +201,10 @@ extension VMSuite {
         @Test func releaseAllReleasesHeldButtons() throws {
             let d = try PointerDevice(name: "Remolo release test")
             let r = try EvdevReader(d.devnode)
-            typealias B = PointerFrame.Button
-            try d.write(PointerFrame(buttons: [B(code: B.left, down: true), B(code: B.right, down: true),
-                                               B(code: B.side, down: true)]))
-            try d.write(PointerFrame(buttons: [B(code: B.right, down: false)]))
+            typealias B = ButtonChange
+            try d.write(PointerFrame(buttons: [B(code: MouseButton.left.evdevCode, down: true), B(code: MouseButton.right.evdevCode, down: true),
+                                               B(code: MouseButton.side.evdevCode, down: true)]))
+            try d.write(PointerFrame(buttons: [B(code: MouseButton.right.evdevCode, down: false)]))
             #expect(try d.releaseAll() == 3 * MemoryLayout<input_event>.stride)
             #expect(try d.releaseAll() == 0) // nothing held any more
             let got = r.read(count: 9)

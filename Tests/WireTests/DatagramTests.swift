@@ -3,6 +3,7 @@ import Remolo
 import RemoloSession
 import RemoloSystem
 import RemoloCore
+import RemoloTrace
 import Testing
 
 @Suite struct RoundTripTests {
@@ -164,7 +165,7 @@ import Testing
                 var g = SystemRandomNumberGenerator()
                 return idBytesA + le64(c) + (0..<33).map { _ in UInt8.random(in: 0...255, using: &g) }
             case let .unknownSession(c):
-                return DatagramSealer.seal(m, counter: c, key: keyA, session: try! DatagramSessionID(bytes: Array("nobody!!".utf8)))
+                return DatagramSealer.seal(m, counter: c, key: keyA, session: try! SessionID(bytes: Array("nobody!!".utf8)))
             case let .resized(c, n):
                 let d = DatagramSealer.seal(m, counter: c, key: keyA, session: idA)
                 return n <= d.count ? Array(d[..<n]) : d + [UInt8](repeating: 0, count: n - d.count)
@@ -321,8 +322,19 @@ import Testing
 
     @Test func badLengthsAreRefused() {
         #expect(throws: DatagramError.badKeyLength(31)) { try DatagramKey(bytes: [UInt8](repeating: 1, count: 31)) }
-        #expect(throws: DatagramError.badSessionIDLength(9)) { try DatagramSessionID(bytes: [UInt8](repeating: 1, count: 9)) }
+        #expect(throws: SessionIDLengthError(count: 9)) { try SessionID(bytes: [UInt8](repeating: 1, count: 9)) }
         #expect(idA.description == "72656d6f6c6f2d41")
-        #expect(DatagramSessionID.random() != DatagramSessionID.random())
+        #expect(SessionID.random() != SessionID.random())
+    }
+
+    /// One kind enum and one session id type above the wire: their values
+    /// are the C header's (remolo_wire.h, remolo_playout.h).
+    @Test func swiftNamesMatchTheWire() {
+        #expect(SessionID.byteCount == Int(WIRE_ID_LEN))
+        #expect(PacketKind.motion.rawValue == UInt8(PLAYOUT_KIND_MOTION.rawValue))
+        #expect(PacketKind.scroll.rawValue == UInt8(PLAYOUT_KIND_SCROLL.rawValue))
+        #expect(PacketKind.button.rawValue == UInt8(PLAYOUT_KIND_BUTTON.rawValue))
+        #expect(PacketKind.heartbeat.rawValue == UInt8(PLAYOUT_KIND_HEARTBEAT.rawValue))
+        #expect(PacketKind.allCases.map(\.traceName) == ["move", "scroll", "button", "heartbeat"])
     }
 }

@@ -113,7 +113,7 @@ enum Python {
             let bytes = unhex(line)
             #expect(bytes.count == 49, "vector \(i + 1)")
             let opener = DatagramOpener()
-            let id = try DatagramSessionID(bytes: v.id)
+            let id = try SessionID(bytes: v.id)
             try opener.addSession(id, key: try DatagramKey(bytes: v.key))
             let o = try opener.open(bytes).get()
             #expect(o.session == id && o.slot == 0 && o.counter == v.counter, "vector \(i + 1): \(v.line)")
@@ -131,7 +131,7 @@ enum Python {
         var expected: [String] = []
         for v in vs {
             let d = DatagramSealer.seal(Datagram(Self.payload(v), senderTimeUs: v.tx), counter: v.counter,
-                                        key: try DatagramKey(bytes: v.key), session: try DatagramSessionID(bytes: v.id))
+                                        key: try DatagramKey(bytes: v.key), session: try SessionID(bytes: v.id))
             input += "\(hex(v.key)) \(hex(d))\n"
             expected.append("ok \(hex(v.id)) \(v.counter) \(v.kind) \(v.a) \(v.b) \(v.tx)")
             // The same datagram with its tag, then a ciphertext byte, damaged.

@@ -11,9 +11,9 @@ import RemoloTestSupport
 @Suite struct SessionTableTests {
     @Test func capacityAndDuplicates() throws {
         let opener = DatagramOpener()
-        var ids: [DatagramSessionID] = []
+        var ids: [SessionID] = []
         for i in 0..<DatagramOpener.capacity {
-            let id = try DatagramSessionID(bytes: le64(UInt64(i) * 0x1_0000_0001))
+            let id = try SessionID(bytes: le64(UInt64(i) * 0x1_0000_0001))
             ids.append(id)
             #expect(try opener.addSession(id, key: keyA) == i)
         }

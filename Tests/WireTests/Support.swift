@@ -11,8 +11,8 @@ let idBytesA: [UInt8] = Array("remolo-A".utf8)
 let idBytesB: [UInt8] = Array("remolo-B".utf8)
 let keyA = try! DatagramKey(bytes: keyBytesA)
 let keyB = try! DatagramKey(bytes: keyBytesB)
-let idA = try! DatagramSessionID(bytes: idBytesA)
-let idB = try! DatagramSessionID(bytes: idBytesB)
+let idA = try! SessionID(bytes: idBytesA)
+let idB = try! SessionID(bytes: idBytesB)
 
 func hex(_ bytes: [UInt8]) -> String {
     let digits = Array("0123456789abcdef")

@@ -7,21 +7,6 @@ import RemoloInput
 import RemoloSession
 import RemoloSystem
 
-extension MouseButton {
-    /// The control channel's button for a Linux `BTN_*` code; nil for one
-    /// it has no name for.
-    init?(_ b: Button) {
-        switch b.rawValue {
-        case 0x110: self = .left
-        case 0x111: self = .right
-        case 0x112: self = .middle
-        case 0x113, 0x116: self = .back      // BTN_SIDE, BTN_BACK
-        case 0x114, 0x115: self = .forward   // BTN_EXTRA, BTN_FORWARD
-        default: return nil
-        }
-    }
-}
-
 /// How a device run goes.
 public struct DeviceRunOptions: Sendable {
     /// An event node, or nil for the first touchpad, else the first mouse.

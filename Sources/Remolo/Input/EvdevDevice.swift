@@ -352,7 +352,7 @@ final class PointerSource {
             }
         case EV_KEY:
             guard (BTN_LEFT...BTN_TASK).contains(code), ev.value != 2 else { return }
-            let t = Self.micros(ev)
+            let t = Self.timeUs(ev)
             if kind == .touchpad && isClickpad && code == BTN_LEFT {
                 // The clickpad's one physical button: left, right or middle
                 // depends on where and how many fingers (the recognizer).
@@ -361,7 +361,7 @@ final class PointerSource {
                 core.mouseButton(Button(rawValue: UInt16(code)), isDown: ev.value != 0, atUs: t)
             }
         case EV_SYN where code == SYN_REPORT:
-            report(at: Self.micros(ev), into: &core)
+            report(at: Self.timeUs(ev), into: &core)
         default:
             break
         }
@@ -390,7 +390,7 @@ final class PointerSource {
         if moved && motionTimes.count < 4096 { motionTimes.append(t) }
     }
 
-    static func micros(_ ev: input_event) -> UInt64 {
+    static func timeUs(_ ev: input_event) -> UInt64 {
         UInt64(max(0, ev.time.tv_sec)) * 1_000_000 + UInt64(max(0, ev.time.tv_usec))
     }
 }

@@ -139,23 +139,19 @@ public final class ArrivalRecorder: @unchecked Sendable {
     static func traceRecord(_ r: rx_record) -> TraceRecord? {
         switch UInt32(r.kind) {
         case PLAYOUT_KIND_MOTION.rawValue:
-            return TraceRecord(sendUs: r.tx_us, arriveUs: r.rx_us, kind: .move, dx: r.a, dy: r.b)
+            return TraceRecord(sendUs: r.tx_us, arriveUs: r.rx_us, kind: .motion, dx: r.a, dy: r.b)
         case PLAYOUT_KIND_SCROLL.rawValue:
             // The wire's scroll is (vertical, horizontal); the trace's is (dx, dy).
             return TraceRecord(sendUs: r.tx_us, arriveUs: r.rx_us, kind: .scroll, dx: r.b, dy: r.a)
         case PLAYOUT_KIND_BUTTON.rawValue:
-            // The trace numbers buttons 1 (BTN_LEFT = 0x110) to 8 (BTN_TASK).
-            guard (Self.btnLeft...Self.btnLeft + 7).contains(r.a) else { return nil }
-            return TraceRecord(sendUs: r.tx_us, arriveUs: r.rx_us, kind: .button, dx: r.a - Self.btnLeft + 1,
-                               dy: r.b != 0 ? 1 : 0)
+            guard let n = EvdevButton.traceNumber(code: r.a) else { return nil }
+            return TraceRecord(sendUs: r.tx_us, arriveUs: r.rx_us, kind: .button, dx: n, dy: r.b != 0 ? 1 : 0)
         case PLAYOUT_KIND_HEARTBEAT.rawValue:
             return TraceRecord(sendUs: r.tx_us, arriveUs: r.rx_us, kind: .heartbeat)
         default:
             return nil
         }
     }
-
-    static let btnLeft: Int32 = 0x110
 
     /// The drain thread's state.
     private final class Drain: @unchecked Sendable {

@@ -45,7 +45,7 @@ public final class ReceiveLoop: @unchecked Sendable {
     public let port: UInt16
     private let stopped = Mutex(false)
     /// Each live session's slot in the loop (where its receipt counts are).
-    private let slots = Mutex<[DatagramSessionID: Int]>([:])
+    private let slots = Mutex<[SessionID: Int]>([:])
 
     /// How long a command may wait for the loop (it runs within a tick).
     static let commandTimeout = 2.0
@@ -151,7 +151,7 @@ public final class ReceiveLoop: @unchecked Sendable {
         return result
     }
 
-    private static func cmd(_ op: rx_op, _ id: DatagramSessionID) -> rx_cmd {
+    private static func cmd(_ op: rx_op, _ id: SessionID) -> rx_cmd {
         var c = rx_cmd()
         c.op = UInt8(op.rawValue)
         withUnsafeMutableBytes(of: &c.id) { raw in
@@ -161,7 +161,7 @@ public final class ReceiveLoop: @unchecked Sendable {
     }
 
     /// Opens datagrams of this session from now on.
-    public func addSession(_ id: DatagramSessionID, key: DatagramKey) throws(ReceiverError) {
+    public func addSession(_ id: SessionID, key: DatagramKey) throws(ReceiverError) {
         var c = Self.cmd(RX_OP_ADD_SESSION, id)
         key.withPointer { k in
             withUnsafeMutableBytes(of: &c.key) { raw in
@@ -183,14 +183,14 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// Ends a session: what it still holds plays out at once, its buttons are
     /// released, and its datagrams are dropped from now on. False if unknown.
     @discardableResult
-    public func removeSession(_ id: DatagramSessionID) throws(ReceiverError) -> Bool {
+    public func removeSession(_ id: SessionID) throws(ReceiverError) -> Bool {
         slots.withLock { _ = $0.removeValue(forKey: id) }
         return try command(Self.cmd(RX_OP_REMOVE_SESSION, id)) == 0
     }
 
     /// Datagrams of this session opened so far (what its receipts say);
     /// nil for a session the loop does not hold.
-    public func datagramsOpened(_ id: DatagramSessionID) -> UInt64? {
+    public func datagramsOpened(_ id: SessionID) -> UInt64? {
         guard let slot = slots.withLock({ $0[id] }) else { return nil }
         var s = rx_stats()
         rx_stats_read(storage.loop, &s)
@@ -201,7 +201,7 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// motion or scroll), played at its sender time through the session's
     /// playout like its datagrams. False if the session is unknown.
     @discardableResult
-    public func push(_ id: DatagramSessionID, _ datagram: Datagram) throws(ReceiverError) -> Bool {
+    public func push(_ id: SessionID, _ datagram: Datagram) throws(ReceiverError) -> Bool {
         var c = Self.cmd(RX_OP_PUSH, id)
         c.pkt = datagram.packet
         return try command(c) == 0
@@ -209,7 +209,7 @@ public final class ReceiveLoop: @unchecked Sendable {
 
     /// A button change from the control channel (see `push`).
     @discardableResult
-    public func button(_ id: DatagramSessionID, code: UInt16, down: Bool,
+    public func button(_ id: SessionID, code: UInt16, down: Bool,
                        senderTimeUs: UInt64) throws(ReceiverError) -> Bool {
         try push(id, Datagram(.button(code: code, down: down), senderTimeUs: senderTimeUs))
     }

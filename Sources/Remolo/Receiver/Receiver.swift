@@ -71,9 +71,9 @@ public final class Receiver: @unchecked Sendable {
             listener: listener, trust: trust, limits: limits,
             onRejected: { e in onEvent("refused a connection: \(e)") },
             onConfirmed: { result throws(SessionError) in
-                let id: DatagramSessionID
+                let id: SessionID
                 do {
-                    id = try DatagramSessionID(bytes: result.keys.sessionID.bytes)
+                    id = result.keys.sessionID
                     try loop.addSession(id, key: DatagramKey(secret: result.keys.datagramKey))
                 } catch {
                     throw .io("cannot register the session: \(error)")
@@ -89,7 +89,7 @@ public final class Receiver: @unchecked Sendable {
                 }
             },
             onAbandoned: { result in
-                guard let id = try? DatagramSessionID(bytes: result.keys.sessionID.bytes) else { return }
+                let id = result.keys.sessionID
                 _ = try? loop.removeSession(id)
                 sessions.forget(id)
             },
@@ -111,7 +111,7 @@ public final class Receiver: @unchecked Sendable {
 
     /// One live session, for status views.
     public struct SessionInfo: Sendable {
-        public var id: DatagramSessionID
+        public var id: SessionID
         public var peer: PublicKey
         /// Datagrams of this session opened so far.
         public var opened: UInt64
@@ -164,7 +164,7 @@ public final class Receiver: @unchecked Sendable {
     private static func serve(_ channel: ControlChannel, loop: ReceiveLoop,
                               sessions: SessionTable,
                               onEvent: @Sendable (String) -> Void) {
-        guard let id = try? DatagramSessionID(bytes: channel.keys.sessionID.bytes) else { return }
+        let id = channel.keys.sessionID
         // Replaced (or the receiver stopping) between key confirmation and here.
         guard sessions.attach(id, channel.ender) else {
             channel.close(saying: sessions.isStopping ? .shuttingDown : .replaced)
@@ -244,7 +244,7 @@ private final class SessionTable: Sendable {
         var ender: ChannelEnder?
     }
     struct State {
-        var entries: [DatagramSessionID: Entry] = [:]
+        var entries: [SessionID: Entry] = [:]
         var serving = 0
         var stopping = false
     }
@@ -252,12 +252,12 @@ private final class SessionTable: Sendable {
 
     var count: Int { state.withLock { $0.entries.count } }
 
-    func snapshot() -> [(DatagramSessionID, PublicKey)] { state.withLock { $0.entries.map { ($0.key, $0.value.peer) } } }
+    func snapshot() -> [(SessionID, PublicKey)] { state.withLock { $0.entries.map { ($0.key, $0.value.peer) } } }
     var serving: Int { state.withLock { $0.serving } }
     var isStopping: Bool { state.withLock { $0.stopping } }
 
     /// Adds a confirmed session; returns the sessions of the same peer it replaces.
-    func register(_ id: DatagramSessionID, peer: PublicKey) -> [(DatagramSessionID, ChannelEnder?)] {
+    func register(_ id: SessionID, peer: PublicKey) -> [(SessionID, ChannelEnder?)] {
         state.withLock { st in
             let old = st.entries.filter { $0.value.peer == peer }.map { ($0.key, $0.value.ender) }
             for (o, _) in old { st.entries[o] = nil }
@@ -268,7 +268,7 @@ private final class SessionTable: Sendable {
 
     /// The session's thread starts serving it; false if it was replaced
     /// (or the receiver is stopping) in the meantime.
-    func attach(_ id: DatagramSessionID, _ ender: ChannelEnder) -> Bool {
+    func attach(_ id: SessionID, _ ender: ChannelEnder) -> Bool {
         state.withLock { st in
             guard !st.stopping, st.entries[id] != nil else { return false }
             st.entries[id]?.ender = ender
@@ -279,7 +279,7 @@ private final class SessionTable: Sendable {
 
     func detach() { state.withLock { $0.serving -= 1 } }
 
-    func forget(_ id: DatagramSessionID) { state.withLock { _ = $0.entries.removeValue(forKey: id) } }
+    func forget(_ id: SessionID) { state.withLock { _ = $0.entries.removeValue(forKey: id) } }
 
     /// Asks every session's thread to end its session with `reason`.
     func endAll(_ reason: ByeReason) {
@@ -288,18 +288,5 @@ private final class SessionTable: Sendable {
             return st.entries.values.compactMap(\.ender)
         }
         for e in enders { e.end(reason) }
-    }
-}
-
-extension MouseButton {
-    /// The Linux BTN_* code.
-    public var evdevCode: UInt16 {
-        switch self {
-        case .left: 0x110
-        case .right: 0x111
-        case .middle: 0x112
-        case .back: 0x113
-        case .forward: 0x114
-        }
     }
 }
