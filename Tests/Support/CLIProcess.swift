@@ -38,7 +38,11 @@ public final class CLIProcess: @unchecked Sendable {
             .appendingPathComponent("remolo").path
     }
 
-    public init(_ args: [String], configDir: String, log: String) throws {
+    /// - Parameters:
+    ///   - wrapper: a command that runs remolo (`ip netns exec NS`); empty: remolo itself.
+    ///   - environment: added to (or replacing in) this process's environment.
+    public init(_ args: [String], configDir: String, log: String, wrapper: [String] = [],
+                environment: [String: String] = [:]) throws {
         let bin = Self.binary
         guard FileManager.default.isExecutableFile(atPath: bin) else {
             throw CLIError("no remolo binary at \(bin): run `swift build` first")
@@ -46,10 +50,11 @@ public final class CLIProcess: @unchecked Sendable {
         logPath = log
         guard FileManager.default.createFile(atPath: log, contents: nil),
               let out = FileHandle(forWritingAtPath: log) else { throw CLIError("cannot create \(log)") }
-        process.executableURL = URL(fileURLWithPath: bin)
-        process.arguments = args
+        process.executableURL = URL(fileURLWithPath: wrapper.first ?? bin)
+        process.arguments = wrapper.isEmpty ? args : Array(wrapper.dropFirst()) + [bin] + args
         var env = ProcessInfo.processInfo.environment
         env["REMOLO_CONFIG_DIR"] = configDir
+        env.merge(environment) { _, new in new }
         process.environment = env
         process.standardOutput = out
         process.standardError = out
