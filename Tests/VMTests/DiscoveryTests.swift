@@ -220,6 +220,8 @@ extension VMSuite {
             defer { if rx.process.isRunning { rx.process.terminate() }; _ = rx.wait() }
             let codeLine = try #require(rx.line("pairing code: "), "receive did not start: \(rx.output)")
             let code = String(codeLine.dropFirst("pairing code: ".count))
+            // The note comes after the code: the announcer starts last.
+            #expect(eventually(15) { rx.output.contains("not announced") }, "\(rx.output)")
             let notes = rx.output.split(separator: "\n").filter { $0.contains("not announced") }
             #expect(notes.count == 1 && notes[0].contains("avahi-daemon"), "\(rx.output)")
 
