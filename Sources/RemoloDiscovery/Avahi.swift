@@ -51,12 +51,20 @@ final class AvahiLoop {
 enum Avahi {
     static func errorText(_ code: Int32) -> String { String(cString: avahi_strerror(code)) }
 
-    /// The note for a client that could not be made: no daemon (or no
-    /// system bus) is the common case and says what to start.
+    /// The note for a client that could not be made: no daemon, or no
+    /// system bus to reach it through, is the common case and says what to
+    /// start. Both leave discovery off without failing anything.
     static func clientError(_ code: Int32) -> DiscoveryError {
-        if code == AVAHI_ERR_NO_DAEMON || code == AVAHI_ERR_DBUS_ERROR {
+        if code == AVAHI_ERR_NO_DAEMON {
             return DiscoveryError("no Avahi daemon is running (start it: `systemctl start avahi-daemon`, "
                                   + "Debian package avahi-daemon)", daemonMissing: true)
+        }
+        if code == AVAHI_ERR_DBUS_ERROR {
+            // avahi-daemon is asked over the D-Bus system bus; a sandbox
+            // without AF_UNIX, or no dbus-daemon, ends here.
+            return DiscoveryError("cannot reach avahi-daemon: no D-Bus system bus here (start dbus and avahi-daemon: "
+                                  + "`systemctl start avahi-daemon`, Debian packages dbus and avahi-daemon)",
+                                  daemonMissing: true)
         }
         return DiscoveryError("Avahi: \(errorText(code))")
     }
