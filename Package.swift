@@ -67,7 +67,7 @@ let package = Package(
                 resources: [.copy("page")]),
         .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloWeb", "RemoloInput"],
                           path: "Sources/remolo"),
-        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
+        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport", "CEvdev"],
                           path: "Bench/Sources"),
 
         // What the test targets share (subprocesses, paired configs, polling).

@@ -24,7 +24,7 @@ while let a = args.popFirst() {
     }
 }
 
-let cases = coreBenches() + wireBenches() + sessionBenches() + receiverBenches() + inputBenches()
+let cases = coreBenches() + wireBenches() + sessionBenches() + receiverBenches() + inputBenches() + senderBenches()
 var selected = cases
 if let f = filter { selected = cases.filter { $0.name.contains(f) } }
 if selected.isEmpty {

@@ -186,6 +186,7 @@ func sendDevice(_ tx: Sender, _ options: DeviceRunOptions) -> Never {
         say("device: ended_by \(r.endedBy) frames \(r.frames) samples_sent \(r.samplesSent)"
               + " sample_to_send_us_p50 \(r.sampleToSendUs.p50) sample_to_send_us_p99 \(r.sampleToSendUs.p99)"
               + " sample_to_send_us_max \(r.sampleToSendUs.max) cpu_pct \(String(format: "%.3f", r.cpuPercent))"
+              + " thread_cpu_pct \(String(format: "%.3f", r.threadCPUPercent))"
               + " seconds \(String(format: "%.1f", r.seconds)) unplugs \(r.unplugs) overflows \(r.overflows)")
     }
     if let failure { fail(failure, code: 1) }

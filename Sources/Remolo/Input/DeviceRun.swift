@@ -35,8 +35,12 @@ public struct DeviceRunReport: Sendable {
     /// leaving (send returned), microseconds.
     public var samplesSent: UInt64 = 0
     public var sampleToSendUs: (p50: UInt64, p99: UInt64, max: UInt64) = (0, 0, 0)
-    /// CPU (user + system) over wall time of the run, percent of one core.
+    /// CPU (user + system) over wall time of the run, percent of one core:
+    /// the whole process, and the one thread that reads the device, runs
+    /// the curve and the frame clock, seals and sends (the control
+    /// channel's once-a-second ping is the process's only other work).
     public var cpuPercent: Double = 0
+    public var threadCPUPercent: Double = 0
     public var seconds: Double = 0
     public var unplugs: UInt64 = 0
     /// Kernel buffer overflows (SYN_DROPPED): the sender fell behind.
@@ -85,7 +89,8 @@ extension Sender {
             + (options.chord ? "; let go with Ctrl+Alt+Esc (\(keyboards.count) keyboards watched) or Ctrl+C" : "; let go with Ctrl+C"))
 
         let startWall = MonotonicClock.seconds()
-        let startCPU = Self.cpuSeconds()
+        let startCPU = Self.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID)
+        let startThreadCPU = Self.cpuSeconds(CLOCK_THREAD_CPUTIME_ID)
         let deadline = options.seconds.map { startWall + $0 }
         var latencies: [UInt32] = []
         latencies.reserveCapacity(1 << 16)
@@ -185,7 +190,10 @@ extension Sender {
         source = nil
 
         report.seconds = MonotonicClock.seconds() - startWall
-        report.cpuPercent = report.seconds > 0 ? 100 * (Self.cpuSeconds() - startCPU) / report.seconds : 0
+        if report.seconds > 0 {
+            report.cpuPercent = 100 * (Self.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - startCPU) / report.seconds
+            report.threadCPUPercent = 100 * (Self.cpuSeconds(CLOCK_THREAD_CPUTIME_ID) - startThreadCPU) / report.seconds
+        }
         latencies.sort()
         report.samplesSent = UInt64(latencies.count)
         if !latencies.isEmpty {
@@ -216,11 +224,10 @@ extension Sender {
         return InputDevices.list().first { $0.name == info.name && $0.isPointer }?.path
     }
 
-    private static func cpuSeconds() -> Double {
-        var u = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &u)
-        return Double(u.ru_utime.tv_sec) + Double(u.ru_utime.tv_usec) / 1e6
-            + Double(u.ru_stime.tv_sec) + Double(u.ru_stime.tv_usec) / 1e6
+    private static func cpuSeconds(_ clock: clockid_t) -> Double {
+        var ts = timespec()
+        clock_gettime(clock, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }
 
