@@ -20,6 +20,8 @@ public struct DeviceRunOptions: Sendable {
     /// Watch the keyboards for Ctrl+Alt+Esc.
     public var chord = true
     public var input = InputConfig()
+    /// A touchpad's size, for one that reports no resolution (or a wrong one).
+    public var touchpadSizeMm: TouchpadSize?
 
     public init() {}
 }
@@ -56,13 +58,13 @@ extension Sender {
     /// comes back.
     public func runDevice(_ options: DeviceRunOptions, say: @escaping (String) -> Void) throws -> DeviceRunReport {
         let info = try options.path.map { p throws(InputDeviceError) -> InputDeviceInfo in
-            let i = InputDevices.probe(p)
+            let i = InputDevices.probe(p, touchpadSizeMm: options.touchpadSizeMm)
             guard i.isPointer else {
                 throw InputDeviceError("\(p) (\(i.name)) is not a touchpad or mouse: \(i.note); `remolo devices` lists usable ones")
             }
             return i
-        } ?? InputDevices.automatic()
-        var source: PointerSource? = try PointerSource(path: info.path, grab: options.grab)
+        } ?? InputDevices.automatic(touchpadSizeMm: options.touchpadSizeMm)
+        var source: PointerSource? = try PointerSource(path: info.path, grab: options.grab, touchpadSizeMm: options.touchpadSizeMm)
         var config = options.input
         if let g = source?.geometry {
             var t = config.touchpad ?? TouchpadConfig(geometry: g)
@@ -177,8 +179,8 @@ extension Sender {
             }
             if source == nil && MonotonicClock.seconds() >= nextProbe {
                 nextProbe = MonotonicClock.seconds() + 0.25
-                if let back = Self.findAgain(info) {
-                    if let s = try? PointerSource(path: back, grab: options.grab) {
+                if let back = Self.findAgain(info, touchpadSizeMm: options.touchpadSizeMm) {
+                    if let s = try? PointerSource(path: back, grab: options.grab, touchpadSizeMm: options.touchpadSizeMm) {
                         source = s
                         say("remolo: \(info.name) is back at \(back)\(options.grab ? ", grabbed" : "")")
                     }
@@ -218,10 +220,10 @@ extension Sender {
 
     /// The device again after it went away: the same node if it has the
     /// same name, else the first node with that name.
-    private static func findAgain(_ info: InputDeviceInfo) -> String? {
-        let same = InputDevices.probe(info.path)
+    private static func findAgain(_ info: InputDeviceInfo, touchpadSizeMm: TouchpadSize?) -> String? {
+        let same = InputDevices.probe(info.path, touchpadSizeMm: touchpadSizeMm)
         if same.name == info.name && same.isPointer { return info.path }
-        return InputDevices.list().first { $0.name == info.name && $0.isPointer }?.path
+        return InputDevices.list(touchpadSizeMm: touchpadSizeMm).first { $0.name == info.name && $0.isPointer }?.path
     }
 
     private static func cpuSeconds(_ clock: clockid_t) -> Double {
