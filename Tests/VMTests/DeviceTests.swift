@@ -195,27 +195,7 @@ struct Expected {
 /// `done` holds and nothing came for `settleMs`.
 private func readWhile(_ r: EvdevReader, settleMs: UInt64 = 500, timeoutS: UInt64 = 120,
                        done: () -> Bool) -> [Ev] {
-    var out: [Ev] = []
-    let deadline = monotonicNs() + timeoutS * 1_000_000_000
-    var quietSince: UInt64?
-    while monotonicNs() < deadline {
-        var ev = input_event()
-        let rc = libevdev_next_event(r.dev, LIBEVDEV_READ_FLAG_NORMAL.rawValue, &ev)
-        if rc == LIBEVDEV_READ_STATUS_SUCCESS.rawValue {
-            out.append(Ev(Int32(ev.type), Int32(ev.code), ev.value))
-            quietSince = nil
-            continue
-        }
-        if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue { out.append(Ev(EV_SYN, SYN_DROPPED, 0)); continue }
-        if done() {
-            let now = monotonicNs()
-            if let q = quietSince, now - q >= settleMs * 1_000_000 { break }
-            if quietSince == nil { quietSince = now }
-        }
-        var pfd = pollfd(fd: r.fd, events: Int16(POLLIN), revents: 0)
-        _ = poll(&pfd, 1, 20)
-    }
-    return out
+    r.readTimed(settleMs: settleMs, timeoutMs: timeoutS * 1000, stop: done).map(\.ev)
 }
 
 private func sum(_ events: [Ev], _ code: Int32) -> Int64 {

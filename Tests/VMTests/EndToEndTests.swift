@@ -16,35 +16,10 @@ private final class SendOutcome: Sendable {
     let done = Mutex(false)
 }
 
-/// Reads a device until `stop()` holds, then `settleMs` more: the reader
-/// must keep up while the receiver writes (evdev's per-client buffer holds
-/// only a few frames and drops the rest as SYN_DROPPED).
+/// Reads a device until `stop()` holds, then `settleMs` more.
 private func readUntil(_ r: EvdevReader, settleMs: Int32 = 300, timeoutMs: Int32 = 60_000,
                        stop: () -> Bool) -> [Ev] {
-    var out: [Ev] = []
-    let deadline = monotonicNs() + UInt64(timeoutMs) * 1_000_000
-    var quietSince: UInt64?
-    while monotonicNs() < deadline {
-        var ev = input_event()
-        let rc = libevdev_next_event(r.dev, LIBEVDEV_READ_FLAG_NORMAL.rawValue, &ev)
-        if rc == LIBEVDEV_READ_STATUS_SUCCESS.rawValue {
-            out.append(Ev(Int32(ev.type), Int32(ev.code), ev.value))
-            quietSince = nil
-            continue
-        }
-        if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue {
-            out.append(Ev(EV_SYN, SYN_DROPPED, 0))
-            continue
-        }
-        if stop() {
-            let now = monotonicNs()
-            if let q = quietSince, now - q >= UInt64(settleMs) * 1_000_000 { break }
-            if quietSince == nil { quietSince = now }
-        }
-        var pfd = pollfd(fd: r.fd, events: Int16(POLLIN), revents: 0)
-        _ = poll(&pfd, 1, 20)
-    }
-    return out
+    r.readTimed(settleMs: UInt64(settleMs), timeoutMs: UInt64(timeoutMs), stop: stop).map(\.ev)
 }
 
 extension VMSuite {

@@ -46,6 +46,11 @@ func run(_ path: String, _ args: String...) throws -> CommandResult {
 
 /// Runs a program that must succeed.
 func must(_ path: String, _ args: String...) throws {
+    try must(path, args)
+}
+
+/// Runs a program that must succeed.
+func must(_ path: String, _ args: [String]) throws {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = args
