@@ -333,12 +333,13 @@ public enum Lab {
     /// scenario then policy order.
     public static func simulate(scenarios: [Scenario], policies: [Policy], seeds: Int, displayHz: Int,
                                 senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1,
-                                perfectNetwork: Bool = false) -> [LabRow] {
+                                perfectNetwork: Bool = false, transport: LabTransport = .udp) -> [LabRow] {
         var rows: [LabRow] = []
         for sc in scenarios {
             var accs = [ScoreAccumulator](repeating: ScoreAccumulator(), count: policies.count)
             for seed in firstSeed..<(firstSeed + max(1, seeds)) {
-                let trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
+                var trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
+                if transport == .tcp { trace = trace.overTCP() }
                 let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, displayHz: displayHz)
                 for (k, p) in policies.enumerated() { c.score(c.run(p), into: &accs[k]) }
             }
@@ -349,8 +350,9 @@ public enum Lab {
 
     /// Every policy on one trace.
     public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int,
-                              perfectNetwork: Bool = false) -> [LabRow] {
-        let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, displayHz: displayHz)
+                              perfectNetwork: Bool = false, transport: LabTransport = .udp) -> [LabRow] {
+        let t = transport == .tcp ? trace.overTCP() : trace
+        let c = LabCase(trace: perfectNetwork ? t.perfectNetwork : t, displayHz: displayHz)
         return policies.map { p in
             var acc = ScoreAccumulator()
             c.score(c.run(p), into: &acc)
