@@ -117,7 +117,9 @@ extension VMSuite {
                               r.missedTicks, r.ticks, r.offsetUs / 1000)
                 func check(_ what: String, _ pv: Double, _ mv: Double, _ tol: Double) {
                     if abs(mv - pv) > tol {
-                        failures.append("\(r.link): \(what) measured \(mv), predicted \(pv): off by more than the timer explains (\(tol))")
+                        failures.append("\(r.link): \(what) measured \(mv), predicted \(pv): off by more than the timer explains (\(tol)). "
+                                        + "If meas is far from the timer columns too, the lab's replay and the receiver's core disagree: "
+                                        + "keep the run's --record-arrivals trace and compare `remolo simulate --trace` with the receiver")
                     }
                 }
                 check("latency p50 ms", p.latencyMsP50, m.latencyMsP50, l50.tol)
