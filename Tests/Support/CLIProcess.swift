@@ -38,7 +38,9 @@ public final class CLIProcess: @unchecked Sendable {
             .appendingPathComponent("remolo").path
     }
 
-    public init(_ args: [String], configDir: String, log: String) throws {
+    /// `prefix`: a command that runs `remolo` (e.g. `ip netns exec NS`, to
+    /// start it inside a network namespace); empty runs it directly.
+    public init(_ args: [String], configDir: String, log: String, prefix: [String] = []) throws {
         let bin = Self.binary
         guard FileManager.default.isExecutableFile(atPath: bin) else {
             throw CLIError("no remolo binary at \(bin): run `swift build` first")
@@ -46,8 +48,13 @@ public final class CLIProcess: @unchecked Sendable {
         logPath = log
         guard FileManager.default.createFile(atPath: log, contents: nil),
               let out = FileHandle(forWritingAtPath: log) else { throw CLIError("cannot create \(log)") }
-        process.executableURL = URL(fileURLWithPath: bin)
-        process.arguments = args
+        if let first = prefix.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = prefix.dropFirst() + [bin] + args
+        } else {
+            process.executableURL = URL(fileURLWithPath: bin)
+            process.arguments = args
+        }
         var env = ProcessInfo.processInfo.environment
         env["REMOLO_CONFIG_DIR"] = configDir
         process.environment = env
