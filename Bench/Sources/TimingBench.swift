@@ -12,7 +12,9 @@ import RemoloWeb
 //
 //   rx.tick_late_us.p50/.p99     how long after its expiry the loop handled
 //                                each 480 Hz tick (the loop's own histogram,
-//                                rx_stats.tick_late_hist; buckets 1/4 octave)
+//                                rx_stats.tick_late_hist; buckets 1/4 octave,
+//                                quantiles interpolated inside their bucket,
+//                                the floors' samples counted alike)
 //   rx.tick_late_us.floor.*      a bare timerfd read on a plain thread with
 //                                the loop's thread settings (Bench/Support)
 //   rx.tick_late_us.rt.*         both again under SCHED_FIFO (remolo receive
@@ -66,20 +68,23 @@ struct Histogram {
 
     var total: UInt64 { counts.reduce(0, +) }
 
-    /// Nearest rank; the middle of the bucket it falls in (the last,
-    /// open-ended bucket: its lower bound).
+    /// Nearest rank, placed inside its bucket by linear interpolation (the
+    /// samples taken as spread evenly over the bucket, as Prometheus'
+    /// histogram_quantile does): a figure and its floor in the same bucket
+    /// still differ by where their ranks fall. Exact in the linear part;
+    /// the last, open-ended bucket gives its lower bound.
     func quantile(_ q: Double) -> Double {
         let n = total
         guard n > 0 else { return .nan }
         let rank = max(1, UInt64((q * Double(n)).rounded(.up)))
         var seen: UInt64 = 0
         for (i, c) in counts.enumerated() {
-            seen += c
-            guard seen >= rank else { continue }
+            guard seen + c >= rank else { seen += c; continue }
             let lo = Double(rx_hist_lower_us(UInt32(i)))
             if i == counts.count - 1 { return lo }
             let hi = Double(rx_hist_lower_us(UInt32(i + 1)))
-            return hi - lo <= 1 ? lo : (lo + hi) / 2
+            if hi - lo <= 1 { return lo }
+            return lo + (hi - lo) * (Double(rank - seen) - 0.5) / Double(c)
         }
         return .nan
     }
