@@ -48,7 +48,8 @@ let package = Package(
             cSettings: strictC,
             linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto"), .linkedLibrary("qrencode")]
         ),
-        // Counts heap allocations for Bench (malloc interposer, executable-local).
+        // Bench's C side: counts heap allocations (malloc interposer) and runs
+        // the bare timerfd the loop's tick lateness is compared with.
         .target(name: "BenchSupport", path: "Bench/Support"),
 
         // The sender's input rules (acceleration, frames, gestures, momentum): plain
@@ -73,7 +74,7 @@ let package = Package(
         .target(name: "RemoloDiscovery", dependencies: ["CAvahi"], path: "Sources/RemoloDiscovery"),
         .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloWeb", "RemoloInput", "RemoloDiscovery"],
                           path: "Sources/remolo"),
-        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloCore", "RemoloInput", "BenchSupport"],
+        .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput", "RemoloWeb", "COpenSSL", "BenchSupport", "CEvdev"],
                           path: "Bench/Sources"),
 
         // What the test targets share (subprocesses, paired configs, polling).

@@ -18,9 +18,45 @@ struct BenchSettings {
 }
 
 /// A named benchmark; `run` returns its results (one or more names).
+/// `reports` lists result names that do not contain `name`, so that
+/// `--filter` finds the case by them too.
 struct BenchCase {
     let name: String
+    var reports: [String] = []
     let run: (BenchSettings) -> [BenchResult]
+
+    init(name: String, reports: [String] = [], run: @escaping (BenchSettings) -> [BenchResult]) {
+        self.name = name
+        self.reports = reports
+        self.run = run
+    }
+
+    func matches(_ filter: String) -> Bool { name.contains(filter) || reports.contains { $0.contains(filter) } }
+}
+
+/// Nearest-rank quantile of exact samples (NaN when there are none).
+func quantile(_ xs: [Double], _ q: Double) -> Double {
+    let s = xs.sorted()
+    if s.isEmpty { return .nan }
+    return s[min(s.count - 1, max(0, Int((q * Double(s.count)).rounded(.up)) - 1))]
+}
+
+/// SplitMix64: Bench's seeded generator, so every run paces its senders alike.
+struct BenchRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Says on stderr why a figure is NaN this run.
+func benchNote(_ s: String) {
+    FileHandle.standardError.write(Data("bench: \(s)\n".utf8))
 }
 
 @inline(never)

@@ -19,11 +19,11 @@ func receiverBenches() -> [BenchCase] {
     [BenchCase(name: "rx.datagram") { s in receiverDatagramBench(s) }]
 }
 
-private let rxKey: [UInt8] = (0..<32).map { UInt8(0x21 + $0) }
-private let rxID: [UInt8] = Array("rxbench!".utf8)
+let rxKey: [UInt8] = (0..<32).map { UInt8(0x21 + $0) }
+let rxID: [UInt8] = Array("rxbench!".utf8)
 
-/// The C loop on its own thread.
-private final class BenchLoop: @unchecked Sendable {
+/// The C loop on its own thread, with one session (rxKey, rxID).
+final class BenchLoop: @unchecked Sendable {
     // @unchecked Sendable: the loop thread owns `l` while it runs; this
     // thread only uses rx_cmd_push and rx_stats_read, made for that.
     let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
@@ -33,7 +33,9 @@ private final class BenchLoop: @unchecked Sendable {
     let sink: Int32
     let port: UInt16
 
-    init() {
+    /// - rtPriority: SCHED_FIFO on the loop thread (0: off).
+    /// - recordFd: the write end of a non-blocking pipe for arrival records (-1: off).
+    init(rtPriority: Int32 = 0, recordFd: Int32 = -1) {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         sock = fd
         var a = sockaddr_in()
@@ -51,6 +53,8 @@ private final class BenchLoop: @unchecked Sendable {
         var cfg = rx_config()
         playout_config_default(&cfg.playout)
         cfg.sock = sock
+        cfg.rt_priority = rtPriority
+        cfg.record_fd = recordFd
         precondition(ptrdev_init_fd(dev, sink) == 0, "ptrdev_init_fd")
         cfg.dev = dev
         precondition(rx_loop_init(l, &cfg) == 0, "rx_loop_init")

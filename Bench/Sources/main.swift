@@ -24,16 +24,16 @@ while let a = args.popFirst() {
     }
 }
 
-let cases = coreBenches() + wireBenches() + sessionBenches() + receiverBenches() + inputBenches()
+let cases = coreBenches() + wireBenches() + sessionBenches() + receiverBenches() + timingBenches() + inputBenches() + senderBenches()
 var selected = cases
-if let f = filter { selected = cases.filter { $0.name.contains(f) } }
+if let f = filter { selected = cases.filter { $0.matches(f) } }
 if selected.isEmpty {
     FileHandle.standardError.write(Data("no benchmark matches \(filter ?? ""); names: \(cases.map(\.name))\n".utf8))
     exit(2)
 }
 if !json {
     print("Remolo bench: median of \(settings.repetitions) repetitions\(settings.quick ? " (quick: smoke run, figures not meaningful)" : "")")
-    print(String(repeating: "-", count: 56))
+    print(String(repeating: "-", count: 60))
 }
 for c in selected {
     for r in c.run(settings) {
@@ -42,7 +42,7 @@ for c in selected {
             let v = r.value.isFinite ? String(format: "%.3f", r.value) : "null"
             print("{\"name\": \"\(r.name)\", \"value\": \(v), \"unit\": \"\(r.unit)\"}")
         } else {
-            let name = r.name.padding(toLength: 32, withPad: " ", startingAt: 0)
+            let name = r.name.padding(toLength: 36, withPad: " ", startingAt: 0)
             print("\(name) \(String(format: "%12.1f", r.value)) \(r.unit)")
         }
         fflush(nil)

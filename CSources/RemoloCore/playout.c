@@ -212,6 +212,8 @@ static void btn_drain(struct playout *p, uint64_t now_us, struct playout_out *ou
 		out->btn[out->nbtn].code = e->code;
 		out->btn[out->nbtn].down = e->down;
 		out->nbtn++;
+		if (!out->due_us || diff(e->at_us, out->due_us) < 0)
+			out->due_us = e->at_us;
 	}
 	if (b->head != b->tail || !b->overflow_mask)
 		return;
@@ -487,6 +489,7 @@ void playout_tick(struct playout *p, uint64_t now_us, struct playout_out *out)
 
 	memset(out, 0, sizeof(*out));
 	segq_drain(&p->q, now_us, p->acc);
+	out->due_us = p->q.began_us;
 	out->dx = take_q8(&p->acc[0]);
 	out->dy = take_q8(&p->acc[1]);
 	out->wheel_hires = take_q8(&p->acc[2]);

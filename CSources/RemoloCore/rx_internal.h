@@ -68,6 +68,9 @@ struct rx_ring {
 	uint8_t *bufs;                  /* REMOLO_RX_BUFS * RX_BUF_SIZE */
 	uint64_t timer_val;             /* the timerfd read lands here */
 	uint64_t wake_val;              /* the eventfd read lands here */
+	uint64_t timer_first_ns;        /* CLOCK_MONOTONIC of the first expiry
+					 * since the timer last started: they
+					 * follow every REMOLO_TICK_NS after */
 	_Alignas(8) uint8_t msg[RX_MSGHDR_BYTES]; /* struct msghdr: the
 					 * multishot template, name only */
 	struct rx_ring_stats stats;     /* loop thread only */
@@ -117,6 +120,8 @@ int rx_ring_wake(const struct rx_ring *r);
 /* The clock the timerfd runs on (CLOCK_MONOTONIC), in microseconds: the
  * playout's time base and every arrival time. */
 uint64_t rx_now_us(void);
+/* The same clock in nanoseconds (tick lateness). */
+uint64_t rx_now_ns(void);
 
 /* ---- command ring (rxcmd.c) --------------------------------------------- */
 /* Single producer, single consumer. Indices are free-running and accessed
@@ -161,6 +166,7 @@ struct rx_loop {
 	struct playout po[REMOLO_SESSIONS_MAX];
 	uint8_t active[REMOLO_SESSIONS_MAX];
 	uint32_t session_no[REMOLO_SESSIONS_MAX]; /* serial of the session in a slot */
+	uint64_t tick_expirations;      /* since the timer last started */
 	struct playout_config pcfg;
 	struct ptrdev *dev;
 	int record_fd;                  /* -1 = not recording */

@@ -133,25 +133,27 @@ static bool empty(const struct playout_out *o)
 	return !(o->dx | o->dy | o->wheel | o->hwheel | o->wheel_hires | o->hwheel_hires) && !o->nbtn;
 }
 
-static void emit(struct rx_loop *l, const struct playout_out *o)
+/* Writes a frame; true when a frame went out. */
+static bool emit(struct rx_loop *l, const struct playout_out *o)
 {
 	int ret;
 
 	if (empty(o))
-		return;
+		return false;
 	/* A failed write is counted here; ptrdev itself restores the buttons
 	 * on its next write. */
 	ret = ptrdev_write(l->dev, o);
 	if (unlikely(ret < 0)) {
 		l->st.write_errors++;
 		l->st.last_write_errno = (uint64_t)-ret;
-		return;
+		return false;
 	}
 	l->st.frames++;
 	l->st.sum_dx += (uint64_t)(int64_t)o->dx;
 	l->st.sum_dy += (uint64_t)(int64_t)o->dy;
 	l->st.sum_wheel_hires += (uint64_t)(int64_t)o->wheel_hires;
 	l->st.sum_hwheel_hires += (uint64_t)(int64_t)o->hwheel_hires;
+	return true;
 }
 
 /* Adds one session's tick to the frame. More than PLAYOUT_BTN_PER_TICK
@@ -160,10 +162,12 @@ static void emit(struct rx_loop *l, const struct playout_out *o)
 static void merge(struct rx_loop *l, struct playout_out *m, const struct playout_out *o)
 {
 	if (unlikely(m->nbtn + o->nbtn > PLAYOUT_BTN_PER_TICK)) {
-		emit(l, m);
+		(void)emit(l, m);
 		l->st.frames_split++;
 		memset(m, 0, sizeof(*m));
 	}
+	if (o->due_us && (!m->due_us || (int64_t)(o->due_us - m->due_us) < 0))
+		m->due_us = o->due_us;
 	m->dx += o->dx;
 	m->dy += o->dy;
 	m->wheel += o->wheel;
@@ -183,10 +187,36 @@ static void timer_set(struct rx_loop *l, bool on)
 	if (unlikely(rx_ring_timer(&l->ring, on) < 0))
 		return;
 	l->st.timer_armed = on;
+	l->tick_expirations = 0;
 	if (on)
 		l->st.timer_starts++;
 	else
 		l->st.timer_stops++;
+}
+
+static void count(uint64_t *hist, uint64_t us)
+{
+	hist[rx_hist_bucket(us)]++;
+}
+
+/* How long after its latest expiry a timer read is handled. Expiry n
+ * (from 1) of a run of the timer is due at timer_first_ns + (n - 1) ticks.
+ * A read of the timer's previous run that completes after a restart would
+ * seem early: the count is then set again from the clock. */
+static void tick_lateness(struct rx_loop *l, uint64_t expirations)
+{
+	uint64_t now = rx_now_ns(), first = l->ring.timer_first_ns;
+	int64_t late;
+
+	if (unlikely((int64_t)(now - first) < 0))
+		return;         /* not a read of this run: its first expiry is ahead */
+	l->tick_expirations += expirations;
+	late = (int64_t)(now - first) - (int64_t)((l->tick_expirations - 1) * REMOLO_TICK_NS);
+	if (unlikely(late < 0)) {
+		l->tick_expirations = (now - first) / REMOLO_TICK_NS + 1;
+		late = (int64_t)((now - first) % REMOLO_TICK_NS);
+	}
+	count(l->st.tick_late_hist, (uint64_t)late / 1000u);
 }
 
 static void on_tick(struct rx_loop *l, uint64_t expirations)
@@ -199,6 +229,7 @@ static void on_tick(struct rx_loop *l, uint64_t expirations)
 	if (!l->st.timer_armed)
 		return;
 	l->st.ticks++;
+	tick_lateness(l, expirations);
 	if (unlikely(expirations > 1)) {
 		l->st.late_ticks++;
 		l->st.missed_ticks += expirations - 1;
@@ -216,7 +247,8 @@ static void on_tick(struct rx_loop *l, uint64_t expirations)
 		if (!o.idle)
 			all_quiet = false;
 	}
-	emit(l, &m);
+	if (emit(l, &m) && m.due_us)
+		count(l->st.due_write_hist, rx_now_us() - m.due_us);
 	if (all_quiet)
 		timer_set(l, false);
 }
@@ -325,7 +357,7 @@ static void end_session(struct rx_loop *l, uint32_t slot, uint64_t now)
 		playout_tick(&l->po[slot], now, &o);
 		if (empty(&o))
 			break;
-		emit(l, &o);
+		(void)emit(l, &o);
 	}
 	l->active[slot] = 0;
 }

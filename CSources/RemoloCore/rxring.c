@@ -376,15 +376,22 @@ int rx_ring_timer(struct rx_ring *r, bool on)
 {
 	struct itimerspec its;
 
+	uint64_t first = 0;
+
 	memset(&its, 0, sizeof(its));
 	if (on) {
-		/* Relative first expiry one period from now; the kernel then
-		 * keeps the period without drift (hrtimer forwarding). */
-		its.it_value.tv_nsec = REMOLO_TICK_NS;
+		/* First expiry one period from now, as an absolute time so that
+		 * the loop knows every expiry's due time (tick lateness); the
+		 * kernel then keeps the period without drift (hrtimer
+		 * forwarding steps the expiry by whole periods). */
+		first = rx_now_ns() + REMOLO_TICK_NS;
+		its.it_value.tv_sec = (time_t)(first / 1000000000u);
+		its.it_value.tv_nsec = (long)(first % 1000000000u);
 		its.it_interval.tv_nsec = REMOLO_TICK_NS;
 	}
-	if (timerfd_settime(r->timer_fd, 0, &its, NULL) < 0)
+	if (timerfd_settime(r->timer_fd, on ? TFD_TIMER_ABSTIME : 0, &its, NULL) < 0)
 		return -errno;
+	r->timer_first_ns = first;
 	return 0;
 }
 
@@ -422,6 +429,14 @@ void rx_ring_deinit(struct rx_ring *r)
 	r->wake_fd = -1;
 	r->map = NULL;
 	r->bufs = NULL;
+}
+
+uint64_t rx_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 uint64_t rx_now_us(void)

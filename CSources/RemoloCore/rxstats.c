@@ -47,3 +47,32 @@ void rx_stats_pub_read(const struct rx_stats_pub *p, struct rx_stats *out)
 		s2 = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
 	} while (s1 != s2 || (s1 & 1));
 }
+
+/* ---- timing histograms -------------------------------------------------- */
+
+/* Log-linear, as HdrHistogram with two significant bits: the octave of a
+ * value picks a group of REMOLO_HIST_SUB buckets, the two bits below its
+ * top bit the bucket in it. */
+uint32_t rx_hist_bucket(uint64_t us)
+{
+	uint32_t e, b;
+
+	if (us < REMOLO_HIST_LINEAR)
+		return (uint32_t)us;
+	e = 63u - (uint32_t)__builtin_clzll(us);        /* >= 3 */
+	b = REMOLO_HIST_LINEAR + (e - 3u) * REMOLO_HIST_SUB +
+	    (uint32_t)((us >> (e - 2u)) & (REMOLO_HIST_SUB - 1u));
+	return b < REMOLO_HIST_BUCKETS ? b : REMOLO_HIST_BUCKETS - 1u;
+}
+
+uint64_t rx_hist_lower_us(uint32_t bucket)
+{
+	uint32_t i;
+
+	if (bucket < REMOLO_HIST_LINEAR)
+		return bucket;
+	if (bucket > REMOLO_HIST_BUCKETS)
+		bucket = REMOLO_HIST_BUCKETS;
+	i = bucket - REMOLO_HIST_LINEAR;
+	return (uint64_t)(REMOLO_HIST_SUB + i % REMOLO_HIST_SUB) << (1u + i / REMOLO_HIST_SUB);
+}

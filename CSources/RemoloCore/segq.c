@@ -65,6 +65,7 @@ int segq_push(struct segq *q, uint8_t kind, uint64_t start_us, uint32_t dur_us, 
 	s->dur_us = dur_us;
 	s->kind = kind;
 	s->finished = 0;
+	s->begun = 0;
 	s->total[0] = a;
 	s->total[1] = b;
 	s->done[0] = 0;
@@ -77,6 +78,7 @@ int segq_push(struct segq *q, uint8_t kind, uint64_t start_us, uint32_t dur_us, 
 
 void segq_drain(struct segq *q, uint64_t now_us, int64_t acc[4])
 {
+	q->began_us = 0;
 	for (uint32_t i = q->head; i != q->tail; i++) {
 		struct segq_seg *s = &q->seg[i & SEGQ_MASK];
 		int64_t elapsed = (int64_t)(now_us - s->start_us);
@@ -84,6 +86,11 @@ void segq_drain(struct segq *q, uint64_t now_us, int64_t acc[4])
 
 		if (s->finished || elapsed <= 0)
 			continue;
+		if (!s->begun) {
+			s->begun = 1;
+			if (!q->began_us || (int64_t)(s->start_us - q->began_us) < 0)
+				q->began_us = s->start_us;
+		}
 		if (elapsed >= (int64_t)s->dur_us) {
 			out[0] += s->total[0] - s->done[0];
 			out[1] += s->total[1] - s->done[1];

@@ -26,7 +26,7 @@ public struct TouchpadGeometry: Equatable, Sendable {
     public init(xMinimum: Int32, xMaximum: Int32, xResolution: Int32,
                 yMinimum: Int32, yMaximum: Int32, yResolution: Int32) throws(InputConfigError) {
         guard xResolution > 0, yResolution > 0 else {
-            throw InputConfigError("the touchpad reports no resolution (units per mm); without it distances are unknown: give its size in millimetres instead")
+            throw InputConfigError("the touchpad reports no resolution (units per mm); without it distances are unknown: give its size in millimetres (remolo send --touchpad-size WIDTHxHEIGHT, e.g. 100x60)")
         }
         guard xMaximum > xMinimum, yMaximum > yMinimum else {
             throw InputConfigError("the touchpad's range \(xMinimum)...\(xMaximum) x \(yMinimum)...\(yMaximum) is empty; check the device's ABS_MT_POSITION ranges")
@@ -35,6 +35,21 @@ public struct TouchpadGeometry: Equatable, Sendable {
                       heightMm: Double(Int64(yMaximum) - Int64(yMinimum)) / Double(yResolution))
         unitsPerMmX = Double(xResolution)
         unitsPerMmY = Double(yResolution)
+        originX = xMinimum
+        originY = yMinimum
+    }
+
+    /// A touchpad whose size the user gave (it reports no resolution, or a
+    /// wrong one): its `ABS_MT_POSITION_X/Y` ranges span `widthMm` x
+    /// `heightMm`.
+    public init(xMinimum: Int32, xMaximum: Int32, yMinimum: Int32, yMaximum: Int32,
+                widthMm: Double, heightMm: Double) throws(InputConfigError) {
+        guard xMaximum > xMinimum, yMaximum > yMinimum else {
+            throw InputConfigError("the touchpad's range \(xMinimum)...\(xMaximum) x \(yMinimum)...\(yMaximum) is empty; check the device's ABS_MT_POSITION ranges")
+        }
+        try self.init(widthMm: widthMm, heightMm: heightMm)
+        unitsPerMmX = Double(Int64(xMaximum) - Int64(xMinimum)) / widthMm
+        unitsPerMmY = Double(Int64(yMaximum) - Int64(yMinimum)) / heightMm
         originX = xMinimum
         originY = yMinimum
     }

@@ -166,6 +166,28 @@ public struct LabCase: Sendable {
         return runCore(policy.config!)
     }
 
+    /// The frames the core would write through `policy` (not the oracle),
+    /// one per drain tick that moves a whole pixel, as the receiver's loop
+    /// writes them: its prediction of the pointer's output.
+    ///
+    /// `ticksUs`: when the drain ticks run (ascending, receiver clock; a
+    /// real timer's wake-ups), nil for the ideal 480 Hz grid. A tick
+    /// integrates up to its own time, as the receiver's does, so a late
+    /// tick shows the same motion, later. `stampsUs`: the time each of
+    /// those ticks' frames is stamped with (when it reached the device,
+    /// after the tick read the clock); nil: the tick's own time.
+    public func predictFrames(_ policy: Policy, ticksUs: [UInt64]? = nil, stampsUs: [Double]? = nil) -> [OutputFrame] {
+        guard let config = policy.config else { return [] }
+        var frames: [OutputFrame] = []
+        var j = 0
+        _ = runCore(config, ticksUs: ticksUs) { t, f in
+            let stamp = stampsUs.map { j < $0.count ? $0[j] : Double(t) } ?? Double(t)
+            j += 1
+            if f.dx != 0 || f.dy != 0 { frames.append(OutputFrame(tUs: stamp, dx: f.dx, dy: f.dy)) }
+        }
+        return frames
+    }
+
     func runOracle(_ rate: Double) -> PolicyRun {
         let o = Oracle(rate: rate, records: trace.records, emit: emit, dminUs: clock.dminUs)
         var out = PolicyRun()
@@ -183,7 +205,8 @@ public struct LabCase: Sendable {
     /// The core's drain rate (design note, part 5).
     static let tickHz = Double(REMOLO_TICK_HZ)
 
-    func runCore(_ config: PlayoutConfig) -> PolicyRun {
+    func runCore(_ config: PlayoutConfig, ticksUs: [UInt64]? = nil,
+                 onTick: ((UInt64, PointerFrame) -> Void)? = nil) -> PolicyRun {
         var out = PolicyRun()
         guard let first = order.first, let last = order.last, let pl = try? Playout(config: config) else { return out }
         let recs = trace.records
@@ -201,7 +224,11 @@ public struct LabCase: Sendable {
         var pos = LabVec.zero, whole = LabVec.zero
         var next = 0, vs = 0, j = 0
         while true {
-            let now = tickTime(j)
+            var now = tickTime(j)
+            if let given = ticksUs {
+                guard j < given.count else { break }
+                now = given[j]
+            }
             if now > end && vs >= vsync.count { break }
             // The vsyncs before this tick show the state after the previous one.
             while vs < vsync.count && vsync[vs] < Double(now) { out.cursor.append(pos); vs += 1 }
@@ -218,6 +245,7 @@ public struct LabCase: Sendable {
                 out.lambdaEmitUs.append(emit[i])
             }
             let f = pl.tick(nowUs: now)
+            onTick?(now, f)
             whole += LabVec(Double(f.dx), Double(f.dy), Double(f.hwheelHiRes), Double(f.wheelHiRes))
             let rem = pl.remainders
             pos = whole + LabVec(Double(rem.0), Double(rem.1), Double(rem.3), Double(rem.2)) / 256
@@ -305,12 +333,13 @@ public enum Lab {
     /// scenario then policy order.
     public static func simulate(scenarios: [Scenario], policies: [Policy], seeds: Int, displayHz: Int,
                                 senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1,
-                                perfectNetwork: Bool = false) -> [LabRow] {
+                                perfectNetwork: Bool = false, transport: LabTransport = .udp) -> [LabRow] {
         var rows: [LabRow] = []
         for sc in scenarios {
             var accs = [ScoreAccumulator](repeating: ScoreAccumulator(), count: policies.count)
             for seed in firstSeed..<(firstSeed + max(1, seeds)) {
-                let trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
+                var trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
+                if transport == .tcp { trace = trace.overTCP() }
                 let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, displayHz: displayHz)
                 for (k, p) in policies.enumerated() { c.score(c.run(p), into: &accs[k]) }
             }
@@ -321,8 +350,9 @@ public enum Lab {
 
     /// Every policy on one trace.
     public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int,
-                              perfectNetwork: Bool = false) -> [LabRow] {
-        let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, displayHz: displayHz)
+                              perfectNetwork: Bool = false, transport: LabTransport = .udp) -> [LabRow] {
+        let t = transport == .tcp ? trace.overTCP() : trace
+        let c = LabCase(trace: perfectNetwork ? t.perfectNetwork : t, displayHz: displayHz)
         return policies.map { p in
             var acc = ScoreAccumulator()
             c.score(c.run(p), into: &acc)

@@ -51,7 +51,8 @@ public final class ControlServer: Sendable {
     /// Accepts until `stop()`. Blocks the calling thread.
     public func run() {
         while !listener.isClosed {
-            guard let conn = try? listener.accept(timeout: 1) else { continue }
+            // No timeout: stop() wakes the accept, so an idle receiver sleeps.
+            guard let conn = try? listener.accept(timeout: .infinity) else { continue }
             let admitted = unauthenticated.withLock { n -> Bool in
                 guard n < limits.maxUnauthenticated else { return false }
                 n += 1

@@ -174,6 +174,11 @@ public final class TCPListener: @unchecked Sendable {
     let fd: Int32
     public let port: UInt16
     private let closed = Mutex(false)
+    /// A pipe written once by close() and never read: a waiting accept
+    /// wakes at once instead of polling in slices, and, as the pipe stays
+    /// open until deinit, a poll that begins after close() returns at once
+    /// too (the listening fd's number may by then belong to another file).
+    private let wakeFD: (read: Int32, write: Int32)
 
     /// Binds to `host` (numeric IPv4/IPv6 address; "0.0.0.0" for all IPv4,
     /// "::" for all IPv6 and IPv4) and `port` (0 picks a free one, see `port`).
@@ -202,22 +207,32 @@ public final class TCPListener: @unchecked Sendable {
         guard let fd else { throw .failed(failure) }
         let bound: UInt16
         do { bound = try Socket.boundPort(fd) } catch { Glibc.close(fd); throw .failed(error.description) }
+        var wake: [Int32] = [-1, -1]
+        guard pipe(&wake) == 0 else { let e = errnoString("pipe"); Glibc.close(fd); throw .failed(e) }
+        for w in wake { _ = fcntl(w, F_SETFD, FD_CLOEXEC); _ = fcntl(w, F_SETFL, O_NONBLOCK) }
         self.fd = fd
         self.port = bound
+        self.wakeFD = (wake[0], wake[1])
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
     }
 
-    deinit { close() }
+    deinit { close(); Glibc.close(wakeFD.read); Glibc.close(wakeFD.write) }
 
     public func close() {
         let first = closed.withLock { c -> Bool in defer { c = true }; return !c }
-        if first { shutdown(fd, Int32(SHUT_RDWR)); Glibc.close(fd) }
+        guard first else { return }
+        var one: UInt8 = 1
+        _ = Glibc.write(wakeFD.write, &one, 1)
+        shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
     }
 
     public var isClosed: Bool { closed.withLock { $0 } }
 
-    /// Waits up to `timeout` seconds for a connection; nil on timeout or after close().
+    /// Waits up to `timeout` seconds (`.infinity`: until a connection or
+    /// close()) for a connection; nil on timeout or after close(). Sleeps
+    /// in one poll: an idle listener costs no wake-ups.
     public func accept(timeout: Double) throws(SocketError) -> TCPConnection? {
         let deadline = monotonicSeconds() + timeout
         while !isClosed {
@@ -229,9 +244,11 @@ public final class TCPListener: @unchecked Sendable {
             case EAGAIN, EWOULDBLOCK:
                 let left = deadline - monotonicSeconds()
                 if left <= 0 { return nil }
-                // Short slices, so close() from another thread is noticed promptly.
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                _ = poll(&p, 1, Int32(min(left, 0.2) * 1000) + 1)
+                // close() from another thread wakes this through wakeFD.
+                var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                         pollfd(fd: wakeFD.read, events: Int16(POLLIN), revents: 0)]
+                let ms: Int32 = left > 86_400 ? -1 : Int32(left * 1000) + 1
+                _ = poll(&p, 2, ms)
             case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                 // Out of descriptors: back off instead of spinning.
                 usleep(50_000)

@@ -172,7 +172,15 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     let start = Date()
     var lastStats = Date()
     while true {
-        var wait = 1.0
+        // With nothing to print and no end time, sleep until a signal: an
+        // idle receiver's threads all block (README, Benchmarks:
+        // rx.idle_wakeups_per_s).
+        guard statsEvery != nil || seconds != nil else {
+            var sig: Int32 = 0
+            if sigwait(&sigs, &sig) == 0 && (sig == SIGINT || sig == SIGTERM) { break }
+            continue
+        }
+        var wait = 86_400.0
         if let s = statsEvery { wait = min(wait, s) }
         if let s = seconds { wait = min(wait, max(0.001, s - Date().timeIntervalSince(start))) }
         var ts = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))

@@ -13,7 +13,8 @@ usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
                    [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect] [--over udp|tcp]
        remolo send [--to HOST:PORT] --device PATH|auto [--grab] [--accel A]
                    [--pointer-speed S] [--scroll-speed S] [--no-natural-scroll]
-                   [--no-tap] [--frame-hz HZ] [--seconds N] [--over udp|tcp]
+                   [--no-tap] [--frame-hz HZ] [--touchpad-size WxH]
+                   [--seconds N] [--over udp|tcp]
 
   --to        the receiver (remolo receive --listen ...): HOST:PORT,
               [IPV6]:PORT, or a host alone (port \(defaultPort)); an IPv6
@@ -46,6 +47,9 @@ A device (`remolo devices` lists them):
   --no-natural-scroll  fingers down scroll down (default: content follows)
   --no-tap    taps do not click
   --frame-hz  frames per second, 60-1000 (default 120)
+  --touchpad-size  the touchpad's width x height in millimetres (e.g.
+              100x60), for one that reports no resolution (or a wrong one);
+              default: from the device's ABS_MT_POSITION resolution
   Let go: Ctrl+Alt+Esc held on any keyboard of this machine (read, never
   grabbed), or Ctrl+C / SIGTERM. Either way the grab ends and every held
   button is released on the receiver. With --device the sender always
@@ -94,6 +98,12 @@ the connection or says bye ends the session, and the sender says why.
         case "--no-natural-scroll": run.input.naturalScrolling = false
         case "--no-tap": touchOptions.append { $0.tapToClick = false }
         case "--frame-hz": run.input.frameRateHz = o.int(in: 60...1000)
+        case "--touchpad-size":
+            let v = o.value()
+            guard let size = TouchpadSize(v) else {
+                fail("--touchpad-size takes WIDTHxHEIGHT in millimetres, 10-1000 each (e.g. 100x60), not '\(v)'")
+            }
+            run.touchpadSizeMm = size
         case "--size": size = o.double(in: 1...5000)
         case "--rate": rate = o.double(in: 1...120)
         case "--reconnect": reconnect = true
@@ -108,6 +118,7 @@ the connection or says bye ends the session, and the sender says why.
     }
     if device != nil && gestureGiven { fail("--device and --gesture exclude each other: send a device's input or a synthetic gesture") }
     if device == nil && run.grab { fail("--grab needs --device PATH|auto") }
+    if device == nil && run.touchpadSizeMm != nil { fail("--touchpad-size needs --device PATH|auto") }
     let (dir, identity) = loadIdentity()
     if to == nil && code != nil {
         fail("--pair needs --to HOST:PORT: a receiver not paired yet is not among the known ones "
@@ -199,6 +210,7 @@ func sendDevice(_ tx: Sender, _ options: DeviceRunOptions) -> Never {
         say("device: ended_by \(r.endedBy) frames \(r.frames) samples_sent \(r.samplesSent)"
               + " sample_to_send_us_p50 \(r.sampleToSendUs.p50) sample_to_send_us_p99 \(r.sampleToSendUs.p99)"
               + " sample_to_send_us_max \(r.sampleToSendUs.max) cpu_pct \(String(format: "%.3f", r.cpuPercent))"
+              + " thread_cpu_pct \(String(format: "%.3f", r.threadCPUPercent))"
               + " seconds \(String(format: "%.1f", r.seconds)) unplugs \(r.unplugs) overflows \(r.overflows)")
     }
     if let failure { fail(failure, code: 1) }

@@ -10,7 +10,7 @@ let simulateUsage = """
 usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--display-hz 60|120|144] [--sender-hz 60-240] [--duration SECONDS]
                        [--seed S] [--json|--markdown] [--trace FILE] [--write-trace FILE] [--svg FILE]
-                       [--perfect-network] [--frontier]
+                       [--perfect-network] [--frontier] [--transport udp|tcp|both]
 
   --scenario     S1..S7, a comma list, or all (default all)
   --policy       arrival, fixed:MS, seed, default, oracle (rate 0.1), oracle:RATE,
@@ -32,6 +32,11 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
   --frontier     sweep fixed:0..100 ms (5 ms steps; fixed:MS is the default with its
                  delay pinned) and report where each other policy lies against it;
                  policies default to arrival,seed,default
+  --transport    udp (default): a lost datagram is gone; tcp: the same link as one
+                 TCP stream (the phone page's WebSocket): every loss is retransmitted
+                 (fast retransmit after 3 duplicate ACKs, else the 200 ms minimum
+                 RTO) and holds every later datagram back, rows named "NAME tcp";
+                 both: udp and tcp rows side by side
 """
 
 struct SimulateOptions {
@@ -51,6 +56,7 @@ struct SimulateOptions {
     var perfect = false
     var frontier = false
     var policyGiven = false
+    var transports: [LabTransport] = [.udp]
 }
 
 func parseSimulate(_ args: [String]) -> SimulateOptions {
@@ -94,6 +100,8 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         case "--svg": o.svg = p.value()
         case "--perfect-network": o.perfect = true
         case "--frontier": o.frontier = true
+        case "--transport":
+            do { o.transports = try LabTransport.parse(p.value()) } catch { fail(error.description) }
         default: p.unknown()
         }
     }
@@ -154,6 +162,20 @@ func markdownText(_ rows: [LabRow]) -> String {
     return out
 }
 
+/// Rows for each transport, scenario by scenario: a scenario's udp rows,
+/// then its tcp rows (named "NAME tcp").
+func byTransport(_ transports: [LabTransport], _ rows: (LabTransport) -> [LabRow]) -> [LabRow] {
+    var order: [String] = []
+    var blocks: [String: [LabRow]] = [:]
+    for t in transports {
+        for r in rows(t) {
+            if blocks[r.scenario] == nil { order.append(r.scenario) }
+            blocks[r.scenario, default: []].append(t == .tcp ? LabRow(scenario: r.scenario + " tcp", policy: r.policy, scores: r.scores) : r)
+        }
+    }
+    return order.flatMap { blocks[$0] ?? [] }
+}
+
 /// The policies to run: the requested ones, plus the sweep for --frontier.
 func runPolicies(_ o: SimulateOptions) -> [Policy] {
     guard o.frontier else { return o.policies }
@@ -198,7 +220,9 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         } catch { fail("\(path): \(error)") }
         guard trace.records.contains(where: { $0.arriveUs != nil }) else { fail("\(path): no datagram arrived: nothing to replay") }
         let name = (path as NSString).lastPathComponent
-        rows = Lab.replay(trace: trace, name: name, policies: runPolicies(o), displayHz: o.displayHz)
+        rows = byTransport(o.transports) { t in
+            Lab.replay(trace: trace, name: name, policies: runPolicies(o), displayHz: o.displayHz, transport: t)
+        }
         if o.perfect {
             rows = interleave(rows, Lab.replay(trace: trace, name: name + " perfect", policies: runPolicies(o),
                                                displayHz: o.displayHz, perfectNetwork: true))
@@ -227,8 +251,10 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         }
         // Writing a run's file alone: score just that seed's run.
         let seeds = o.writeTrace != nil || (o.svg != nil && !o.frontier) ? 1 : o.seeds
-        rows = Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, displayHz: o.displayHz,
-                            senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed)
+        rows = byTransport(o.transports) { t in
+            Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, displayHz: o.displayHz,
+                         senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, transport: t)
+        }
         if o.perfect {
             let p = Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, displayHz: o.displayHz,
                                  senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, perfectNetwork: true)

@@ -37,6 +37,42 @@ struct ConfigTests {
         }
     }
 
+    struct SizedCase: CustomTestStringConvertible, Sendable {
+        var id: Int
+        var x: (min: Int32, max: Int32)
+        var y: (min: Int32, max: Int32)
+        var mm: (Double, Double)
+        /// A device point and where it lies in mm; nil: must be refused.
+        var point: (x: Int32, y: Int32, mm: (Double, Double))?
+        var testDescription: String { "\(id). x \(x) y \(y) given \(mm) mm" }
+    }
+
+    /// `--touchpad-size`: the size given stands in for the resolution.
+    @Test(arguments: [
+        // The pad of case 3 above (no resolution), its size given.
+        SizedCase(id: 1, x: (0, 4160), y: (0, 2720), mm: (104, 68), point: (2080, 2720, (52, 68))),
+        // A small range: 150 units over 100 mm is 1.5 units per mm, kept exactly.
+        SizedCase(id: 2, x: (0, 150), y: (0, 90), mm: (100, 60), point: (75, 45, (50, 30))),
+        // Negative minimum.
+        SizedCase(id: 3, x: (-3000, 3000), y: (-1500, 1500), mm: (200, 120), point: (0, -1500, (100, 0))),
+        SizedCase(id: 4, x: (0, 0), y: (0, 2720), mm: (100, 60), point: nil),
+        SizedCase(id: 5, x: (0, 4160), y: (0, 2720), mm: (5, 60), point: nil),
+    ])
+    func geometryFromAGivenSize(_ c: SizedCase) throws {
+        let make = { () throws(InputConfigError) -> TouchpadGeometry in
+            try TouchpadGeometry(xMinimum: c.x.min, xMaximum: c.x.max, yMinimum: c.y.min, yMaximum: c.y.max,
+                                 widthMm: c.mm.0, heightMm: c.mm.1)
+        }
+        guard let p = c.point else {
+            #expect(throws: InputConfigError.self) { _ = try make() }
+            return
+        }
+        let g = try make()
+        #expect(g.widthMm == c.mm.0 && g.heightMm == c.mm.1)
+        let at = g.millimetres(x: p.x, y: p.y)
+        #expect(abs(at.x - p.mm.0) < 1e-9 && abs(at.y - p.mm.1) < 1e-9, "\(at)")
+    }
+
     struct BadPad: CustomTestStringConvertible, Sendable {
         var id: Int
         var edit: @Sendable (inout TouchpadConfig) -> Void

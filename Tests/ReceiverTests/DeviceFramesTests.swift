@@ -110,5 +110,17 @@ extension RxSuite {
             #expect(EvdevButton.traceNumber(code: Int32(MouseButton.extra.evdevCode)) == 5)
             #expect(EvdevButton.traceNumber(code: Int32(EvdevButton.codes.upperBound) + 1) == nil)
         }
+
+        /// `--touchpad-size WIDTHxHEIGHT`, millimetres, 10-1000 each way.
+        @Test(arguments: [
+            (1, "100x60", TouchpadSize(width: 100, height: 60)),
+            (2, "104.5X68", TouchpadSize(width: 104.5, height: 68)),
+            (3, "10x1000", TouchpadSize(width: 10, height: 1000)),
+            (4, "9x60", nil), (5, "100x", nil), (6, "x60", nil), (7, "100x60x2", nil),
+            (8, "100*60", nil), (9, "nanx60", nil), (10, "", nil),
+        ] as [(Int, String, TouchpadSize?)])
+        func touchpadSizeParses(_ c: (Int, String, TouchpadSize?)) {
+            #expect(TouchpadSize(c.1) == c.2, "case \(c.0): '\(c.1)'")
+        }
     }
 }

@@ -110,6 +110,71 @@ extension RxSuite {
             print("backlog: \(n) datagrams, ENOBUFS \(st.enobufs), arms \(st.recv_arms)")
         }
 
+        /// The timing histograms' buckets: each holds the values from its
+        /// lower bound to the next one's, at most a quarter of that bound
+        /// wide past the exact part, in order, the last one open-ended.
+        @Test func histogramBuckets() {
+            let last = REMOLO_HIST_BUCKETS - 1
+            var prev: UInt32 = 0
+            for v in Array(0..<UInt64(5000)) + stride(from: UInt64(5000), to: 300_000, by: 7).map({ $0 }) {
+                let b = rx_hist_bucket(v)
+                #expect(b >= prev && b <= last)
+                prev = b
+                #expect(rx_hist_lower_us(b) <= v)
+                if b < last {
+                    #expect(v < rx_hist_lower_us(b + 1), "\(v) in bucket \(b)")
+                    if v >= UInt64(REMOLO_HIST_LINEAR) {
+                        #expect((rx_hist_lower_us(b + 1) - rx_hist_lower_us(b)) * 4 <= rx_hist_lower_us(b))
+                    }
+                }
+            }
+            #expect(rx_hist_bucket(UInt64.max) == last)
+            #expect(rx_hist_lower_us(REMOLO_HIST_BUCKETS) == 1 << 17)
+        }
+
+        /// Every tick the loop handles counts its lateness; each frame that
+        /// lets out motion for the first time counts its due-to-write time.
+        @Test func timingHistograms() throws {
+            let sink = try FrameSink()
+            let udp = try Receiver.bindUDP(host: "127.0.0.1", port: 0)
+            defer { close(udp) }
+            let loop = try RawLoop(sock: udp, sink: sink.writeFD)
+            var s = TestSession()
+            var c = rx_cmd()
+            c.op = UInt8(RX_OP_ADD_SESSION.rawValue)
+            withUnsafeMutableBytes(of: &c.id) { $0.copyBytes(from: s.id.bytes) }
+            s.key.withPointer { k in withUnsafeMutableBytes(of: &c.key) { $0.baseAddress!.copyMemory(from: k, byteCount: 32) } }
+            loop.start()
+            let seq = loop.push(c)
+            var result: Int32 = -1
+            #expect(eventually(3) { rx_cmd_result(loop.l, UInt32(seq), &result) == 1 } && result == 0)
+
+            var addr = sockaddr_in()
+            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(udp, $0, &len) } }
+            let tx = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            defer { close(tx) }
+            let n = 30
+            for _ in 0..<n {
+                let d = s.seal(.motion(dx: 10 * 256, dy: 0))
+                _ = d.withUnsafeBytes { b in
+                    withUnsafePointer(to: &addr) { a in
+                        a.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(tx, b.baseAddress, b.count, 0, $0, len) }
+                    }
+                }
+                usleep(8_000)
+            }
+            #expect(eventually(5) { loop.stats.timer_stops >= 1 && loop.stats.timer_armed == 0 })
+            let st = loop.stats
+            let ticks = withUnsafeBytes(of: st.tick_late_hist) { $0.bindMemory(to: UInt64.self).reduce(0, +) }
+            let dues = withUnsafeBytes(of: st.due_write_hist) { $0.bindMemory(to: UInt64.self).reduce(0, +) }
+            #expect(st.opened == UInt64(n))
+            #expect(ticks == st.ticks && ticks > 0)
+            // At most one first-due segment per datagram, and only in frames
+            // that went out.
+            #expect(dues > 0 && dues <= UInt64(n) && dues <= st.frames, "due-to-write counted \(dues) of \(n)")
+        }
+
         /// One output, always a ptrdev (uinput or an fd), initialised.
         @Test func initRefusesBadConfig() {
             let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))

@@ -39,9 +39,10 @@ public final class CLIProcess: @unchecked Sendable {
     }
 
     /// - Parameters:
-    ///   - wrapper: a command that runs remolo (`ip netns exec NS`); empty: remolo itself.
+    ///   - prefix: a command that runs `remolo` (e.g. `ip netns exec NS`, to
+    ///     start it inside a network namespace); empty runs it directly.
     ///   - environment: added to (or replacing in) this process's environment.
-    public init(_ args: [String], configDir: String, log: String, wrapper: [String] = [],
+    public init(_ args: [String], configDir: String, log: String, prefix: [String] = [],
                 environment: [String: String] = [:]) throws {
         let bin = Self.binary
         guard FileManager.default.isExecutableFile(atPath: bin) else {
@@ -50,8 +51,13 @@ public final class CLIProcess: @unchecked Sendable {
         logPath = log
         guard FileManager.default.createFile(atPath: log, contents: nil),
               let out = FileHandle(forWritingAtPath: log) else { throw CLIError("cannot create \(log)") }
-        process.executableURL = URL(fileURLWithPath: wrapper.first ?? bin)
-        process.arguments = wrapper.isEmpty ? args : Array(wrapper.dropFirst()) + [bin] + args
+        if let first = prefix.first {
+            process.executableURL = URL(fileURLWithPath: first)
+            process.arguments = prefix.dropFirst() + [bin] + args
+        } else {
+            process.executableURL = URL(fileURLWithPath: bin)
+            process.arguments = args
+        }
         var env = ProcessInfo.processInfo.environment
         env["REMOLO_CONFIG_DIR"] = configDir
         env.merge(environment) { _, new in new }

@@ -73,7 +73,8 @@ final class VirtualDevice: @unchecked Sendable {
 enum Pad {
     static let width: Int32 = 4000, height: Int32 = 2400, resolution: Int32 = 40
 
-    static func make(name: String) throws -> VirtualDevice {
+    /// `resolution` 0: a pad that reports none (its size must be given).
+    static func make(name: String, resolution: Int32 = Pad.resolution) throws -> VirtualDevice {
         try VirtualDevice(name: name) { d in
             libevdev_enable_property(d, UInt32(INPUT_PROP_POINTER))
             libevdev_enable_property(d, UInt32(INPUT_PROP_BUTTONPAD))
@@ -333,6 +334,38 @@ extension VMSuite {
             }
             // Grabbed: no other reader saw the touchpad.
             #expect(other.read(count: 1, timeoutMs: 50, settleMs: 0).isEmpty, "events leaked past the grab")
+        }
+
+        /// A pad that reports no resolution: `remolo devices` says how to
+        /// give its size, and with `--touchpad-size 100x60` (the pad's real
+        /// size) the sender's totals are exactly those of the pad that
+        /// reports 40 units per mm.
+        @Test func touchpadWithoutResolutionTakesItsSize() throws {
+            let steps = Array(Self.script().prefix(42)) // the one-finger move and its lift
+            let want = try Expected(steps, config: try Self.config())
+            let rig = try Rig("pad0")
+            defer { rig.stop() }
+            let pad = try Pad.make(name: "Test touchpad without resolution", resolution: 0)
+            let list = try run(CLIProcess.binary, "devices")
+            #expect(list.output.contains("no resolution") && list.output.contains("--touchpad-size"), "\(list.output)")
+            let refused = try run(CLIProcess.binary, "send", "--to", "127.0.0.1:9", "--device", pad.node, "--touchpad-size", "5x5")
+            #expect(refused.status == 2 && refused.output.contains("--touchpad-size takes"), "\(refused.output)")
+            let tx = try rig.send(["--device", pad.node, "--accel", "0", "--touchpad-size", "100x60"])
+            let played = Mutex(false)
+            let writer = PadWriter(pad)
+            Thread {
+                writer.play(steps)
+                usleep(300_000)
+                tx.signal(SIGINT)
+                _ = tx.wait()
+                played.withLock { $0 = true }
+            }.start()
+            _ = rig.pointer.read(until: { played.withLock { $0 } })
+            #expect(tx.wait() == 0, "\(tx.output)")
+            let sent = try #require(tx.line("sent: "), "\(tx.output)")
+            #expect(want.dxQ8 != 0 || want.dyQ8 != 0, "the script's first steps move")
+            #expect(CLIProcess.field("dx_q8", in: sent) == want.dxQ8, "\(sent); core \(want.dxQ8)")
+            #expect(CLIProcess.field("dy_q8", in: sent) == want.dyQ8, "\(sent); core \(want.dyQ8)")
         }
 
         @Test func mouseGrabButtonsWheelAndSIGINTMidDrag() throws {

@@ -158,7 +158,7 @@ extension VMSuite {
             defer { c.remove() }
             let sink = c.root + "/sink"
             let rx = try CLIProcess(["receive", "--listen", "[::]:7420", "--sink", sink, "--seconds", "120"],
-                                    configDir: c.receiver, log: c.log("rx"), wrapper: [Netns.ip, "netns", "exec", lan.a],
+                                    configDir: c.receiver, log: c.log("rx"), prefix: [Netns.ip, "netns", "exec", lan.a],
                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": lan.bus(lan.a)])
             defer { if rx.process.isRunning { rx.process.terminate() }; _ = rx.wait() }
             let listening = try #require(rx.line("receiver "), "receive did not start: \(rx.output)")
@@ -168,7 +168,7 @@ extension VMSuite {
             let env = ["DBUS_SYSTEM_BUS_ADDRESS": lan.bus(lan.b)]
             let wrap = [Netns.ip, "netns", "exec", lan.b]
             let disc = try CLIProcess(["discover", "--seconds", "4"], configDir: c.sender, log: c.log("discover"),
-                                      wrapper: wrap, environment: env)
+                                      prefix: wrap, environment: env)
             #expect(disc.wait(upTo: 60) == 0, "discover: \(disc.output)")
             let lines = disc.output.split(separator: "\n").filter { $0.contains(fingerprint) }
             #expect(!lines.isEmpty, "discover did not list \(fingerprint): \(disc.output)")
@@ -180,7 +180,7 @@ extension VMSuite {
             #expect(lines.contains { $0.contains("%\(lan.devB)]:7420") }, "\(disc.output)")
 
             let tx = try CLIProcess(["send", "--gesture", "swipe", "--size", "300", "--seconds", "1"],
-                                    configDir: c.sender, log: c.log("tx"), wrapper: wrap, environment: env)
+                                    configDir: c.sender, log: c.log("tx"), prefix: wrap, environment: env)
             #expect(tx.wait(upTo: 90) == 0, "send: \(tx.output)")
             #expect(tx.output.contains("found receiver test receiver (\(fingerprint))"), "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")
@@ -215,7 +215,7 @@ extension VMSuite {
             let sink = c.root + "/sink"
             let noBus = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(lan.dir)/no-such-bus"]
             let rx = try CLIProcess(["receive", "--listen", "[::]:7421", "--pair", "--sink", sink, "--seconds", "120"],
-                                    configDir: c.receiver, log: c.log("rx"), wrapper: [Netns.ip, "netns", "exec", lan.a],
+                                    configDir: c.receiver, log: c.log("rx"), prefix: [Netns.ip, "netns", "exec", lan.a],
                                     environment: noBus)
             defer { if rx.process.isRunning { rx.process.terminate() }; _ = rx.wait() }
             let codeLine = try #require(rx.line("pairing code: "), "receive did not start: \(rx.output)")
@@ -228,7 +228,7 @@ extension VMSuite {
             let to = "[\(target)%\(lan.devB)]:7421"
             let tx = try CLIProcess(["send", "--to", to, "--pair", code, "--gesture", "swipe", "--size", "300",
                                      "--seconds", "1"], configDir: c.sender, log: c.log("tx"),
-                                    wrapper: [Netns.ip, "netns", "exec", lan.b], environment: noBus)
+                                    prefix: [Netns.ip, "netns", "exec", lan.b], environment: noBus)
             #expect(tx.wait(upTo: 90) == 0, "send \(to): \(tx.output)")
             #expect(tx.output.contains("paired with receiver"), "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")

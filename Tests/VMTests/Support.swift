@@ -47,7 +47,10 @@ func run(_ path: String, _ args: [String]) throws -> CommandResult {
 }
 
 /// Runs a program that must succeed.
-func must(_ path: String, _ args: String...) throws {
+func must(_ path: String, _ args: String...) throws { try must(path, args) }
+
+/// Runs a program that must succeed.
+func must(_ path: String, _ args: [String]) throws {
     let r = try run(path, args)
     let cmd = ([path] + args).joined(separator: " ")
     try #require(r.status == 0, "\(cmd) failed (\(r.status)): \(r.output)")

@@ -27,6 +27,13 @@ struct Ev: Equatable, CustomStringConvertible {
     }
 }
 
+/// One event with the kernel's timestamp, microseconds on the reader's
+/// clock (`EvdevReader.useMonotonicClock`).
+struct TimedEv {
+    var ev: Ev
+    var tUs: UInt64
+}
+
 /// Reads a device node back through libevdev.
 final class EvdevReader {
     let fd: Int32
@@ -45,6 +52,47 @@ final class EvdevReader {
     deinit {
         libevdev_free(dev)
         close(fd)
+    }
+
+    /// Stamps this reader's events with CLOCK_MONOTONIC (EVIOCSCLOCKID;
+    /// evdev's default is CLOCK_REALTIME): the clock of the receiver's
+    /// playout and of the sender's datagram stamps.
+    func useMonotonicClock() throws {
+        let r = libevdev_set_clock_id(dev, CLOCK_MONOTONIC)
+        try #require(r == 0, "libevdev_set_clock_id(CLOCK_MONOTONIC): \(r)")
+    }
+
+    /// Reads while another thread makes events, until `stop()` holds and
+    /// nothing came for `settleMs` (or `timeoutMs` passed). The reader
+    /// must keep up while the device is written: evdev's per-client buffer
+    /// holds only a few frames and drops the rest as SYN_DROPPED, which is
+    /// kept in the output.
+    func readTimed(settleMs: UInt64 = 300, timeoutMs: UInt64 = 60_000, stop: () -> Bool) -> [TimedEv] {
+        var out: [TimedEv] = []
+        let deadline = monotonicNs() + timeoutMs * 1_000_000
+        var quietSince: UInt64?
+        while monotonicNs() < deadline {
+            var ev = input_event()
+            let rc = libevdev_next_event(dev, LIBEVDEV_READ_FLAG_NORMAL.rawValue, &ev)
+            let t = UInt64(ev.time.tv_sec) * 1_000_000 + UInt64(ev.time.tv_usec)
+            if rc == LIBEVDEV_READ_STATUS_SUCCESS.rawValue {
+                out.append(TimedEv(ev: Ev(Int32(ev.type), Int32(ev.code), ev.value), tUs: t))
+                quietSince = nil
+                continue
+            }
+            if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue {
+                out.append(TimedEv(ev: Ev(EV_SYN, SYN_DROPPED, 0), tUs: t))
+                continue
+            }
+            if stop() {
+                let now = monotonicNs()
+                if let q = quietSince, now - q >= settleMs * 1_000_000 { break }
+                if quietSince == nil { quietSince = now }
+            }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&pfd, 1, 20)
+        }
+        return out
     }
 
     /// Reads until `count` events arrived, then waits `settle` ms more to
@@ -80,32 +128,9 @@ final class EvdevReader {
 }
 
 extension EvdevReader {
-    /// Reads the device until `stop()` holds and then nothing came for
-    /// `settleMs`: the reader must keep up while the receiver writes
-    /// (evdev's per-client buffer holds only a few frames and drops the
-    /// rest as SYN_DROPPED, which is recorded as such).
+    /// `readTimed` without the times.
     func read(settleMs: UInt64 = 500, timeoutMs: UInt64 = 120_000, until stop: () -> Bool) -> [Ev] {
-        var out: [Ev] = []
-        let deadline = monotonicNs() + timeoutMs * 1_000_000
-        var quietSince: UInt64?
-        while monotonicNs() < deadline {
-            var ev = input_event()
-            let rc = libevdev_next_event(dev, LIBEVDEV_READ_FLAG_NORMAL.rawValue, &ev)
-            if rc == LIBEVDEV_READ_STATUS_SUCCESS.rawValue {
-                out.append(Ev(Int32(ev.type), Int32(ev.code), ev.value))
-                quietSince = nil
-                continue
-            }
-            if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue { out.append(Ev(EV_SYN, SYN_DROPPED, 0)); continue }
-            if stop() {
-                let now = monotonicNs()
-                if let q = quietSince, now - q >= settleMs * 1_000_000 { break }
-                if quietSince == nil { quietSince = now }
-            }
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            _ = poll(&pfd, 1, 20)
-        }
-        return out
+        readTimed(settleMs: settleMs, timeoutMs: timeoutMs, stop: stop).map(\.ev)
     }
 }
 

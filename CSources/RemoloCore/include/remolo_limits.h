@@ -63,6 +63,16 @@
 /* Commands queued from other threads and not yet run by the loop. */
 #define REMOLO_RX_CMDQ_CAP       64u
 
+/* ---- timing histograms (rx_stats) --------------------------------------- */
+/* Tick lateness and due-to-write times, in microseconds, counted into
+ * log-linear buckets (rx_hist_bucket): exact below REMOLO_HIST_LINEAR, then
+ * REMOLO_HIST_SUB buckets per octave, so a bucket is at most 1/4 of its
+ * lower bound wide; the last bucket holds everything from 2^17 us (131 ms)
+ * up. 64 words each: the published snapshot stays small. */
+#define REMOLO_HIST_LINEAR       8u
+#define REMOLO_HIST_SUB          4u
+#define REMOLO_HIST_BUCKETS      64u
+
 /* ---- measured improvements (the default policy; the seed keeps 0) -------
  * From the smoothness lab (Sources/Remolo/Lab/RESULTS.md). */
 /* Movement intervals up to a 60 Hz frame (16.7 ms) are sender frames: the
@@ -112,5 +122,9 @@ _Static_assert(REMOLO_DEFAULT_DELAY_MIN_US <= REMOLO_DEFAULT_DELAY_START_US &&
 _Static_assert(REMOLO_SLEW_PERMILLE <= 1000 && REMOLO_CATCHUP_PERMILLE <= 1000, "stretch rates are fractions");
 _Static_assert((REMOLO_RX_BUFS & (REMOLO_RX_BUFS - 1)) == 0, "buffer ring: power of two");
 _Static_assert(REMOLO_RX_BUFS <= 32768, "buffer ring entries: kernel limit 32768");
+_Static_assert(REMOLO_HIST_LINEAR == 2 * REMOLO_HIST_SUB && REMOLO_HIST_SUB == 4,
+               "histogram: the linear part ends where the first 4-bucket octave begins");
+_Static_assert(REMOLO_HIST_BUCKETS > REMOLO_HIST_LINEAR &&
+               (REMOLO_HIST_BUCKETS - REMOLO_HIST_LINEAR) % REMOLO_HIST_SUB == 0, "histogram: whole octaves");
 _Static_assert((REMOLO_RX_CMDQ_CAP & (REMOLO_RX_CMDQ_CAP - 1)) == 0, "command ring: power of two");
 #endif

@@ -177,6 +177,7 @@ struct segq_seg {
 	uint32_t dur_us;
 	uint8_t kind;              /* PLAYOUT_KIND_MOTION or _SCROLL */
 	uint8_t finished;
+	uint8_t begun;             /* a drain has integrated some of it */
 };
 
 struct segq {
@@ -184,6 +185,9 @@ struct segq {
 	uint32_t head;             /* free-running; index with & mask */
 	uint32_t tail;
 	uint64_t tail_end_us;      /* latest end of anything queued */
+	uint64_t began_us;         /* earliest start among the segments the last
+				    * drain began, 0 if none: when the motion
+				    * that drain first let out was due */
 };
 
 void segq_init(struct segq *q);
@@ -239,6 +243,9 @@ struct playout_out {
 	uint32_t nbtn;
 	struct playout_btn btn[PLAYOUT_BTN_PER_TICK];
 	bool idle;                   /* nothing queued, last motion >= idle_us old */
+	uint64_t due_us;             /* when the earliest segment or button this
+				      * tick let out for the first time was due,
+				      * 0 if none (the loop's due-to-write figure) */
 };
 
 struct playout_stats {

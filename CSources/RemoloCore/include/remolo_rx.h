@@ -132,11 +132,25 @@ struct rx_stats {
 	uint64_t records;               /* arrival records written (record_fd) */
 	uint64_t record_dropped;        /* not written: the pipe was full */
 	uint64_t record_errors;         /* not written: any other failure */
+	/* Timing, in rx_hist_bucket buckets of microseconds. */
+	uint64_t tick_late_hist[REMOLO_HIST_BUCKETS]; /* timer reads by how long
+					 * after the latest expiry they report the
+					 * loop handled them (wake-up lateness) */
+	uint64_t due_write_hist[REMOLO_HIST_BUCKETS]; /* tick frames by the time
+					 * from when the earliest segment or button
+					 * they let out first was due to the return
+					 * of their write() (playout_out.due_us) */
 	uint64_t slot_opened[REMOLO_SESSIONS_MAX]; /* datagrams opened per
 					 * session slot since its session was
 					 * added (the receipts a sender gets) */
 };
 _Static_assert(sizeof(struct rx_stats) % sizeof(uint64_t) == 0, "stats: whole u64 words");
+
+/* ---- timing histograms (rxstats.c) ------------------------------------- */
+/* The bucket of a time in microseconds (0 .. REMOLO_HIST_BUCKETS-1). */
+uint32_t rx_hist_bucket(uint64_t us);
+/* The smallest time a bucket holds, and the next bucket's (its end). */
+uint64_t rx_hist_lower_us(uint32_t bucket);
 
 /* ---- can io_uring be used here (rxring.c) ------------------------------ */
 /* What rx_probe found. */

@@ -20,6 +20,8 @@ public struct DeviceRunOptions: Sendable {
     /// Watch the keyboards for Ctrl+Alt+Esc.
     public var chord = true
     public var input = InputConfig()
+    /// A touchpad's size, for one that reports no resolution (or a wrong one).
+    public var touchpadSizeMm: TouchpadSize?
 
     public init() {}
 }
@@ -35,8 +37,12 @@ public struct DeviceRunReport: Sendable {
     /// leaving (send returned), microseconds.
     public var samplesSent: UInt64 = 0
     public var sampleToSendUs: (p50: UInt64, p99: UInt64, max: UInt64) = (0, 0, 0)
-    /// CPU (user + system) over wall time of the run, percent of one core.
+    /// CPU (user + system) over wall time of the run, percent of one core:
+    /// the whole process, and the one thread that reads the device, runs
+    /// the curve and the frame clock, seals and sends (the control
+    /// channel's once-a-second ping is the process's only other work).
     public var cpuPercent: Double = 0
+    public var threadCPUPercent: Double = 0
     public var seconds: Double = 0
     public var unplugs: UInt64 = 0
     /// Kernel buffer overflows (SYN_DROPPED): the sender fell behind.
@@ -52,13 +58,13 @@ extension Sender {
     /// comes back.
     public func runDevice(_ options: DeviceRunOptions, say: @escaping (String) -> Void) throws -> DeviceRunReport {
         let info = try options.path.map { p throws(InputDeviceError) -> InputDeviceInfo in
-            let i = InputDevices.probe(p)
+            let i = InputDevices.probe(p, touchpadSizeMm: options.touchpadSizeMm)
             guard i.isPointer else {
                 throw InputDeviceError("\(p) (\(i.name)) is not a touchpad or mouse: \(i.note); `remolo devices` lists usable ones")
             }
             return i
-        } ?? InputDevices.automatic()
-        var source: PointerSource? = try PointerSource(path: info.path, grab: options.grab)
+        } ?? InputDevices.automatic(touchpadSizeMm: options.touchpadSizeMm)
+        var source: PointerSource? = try PointerSource(path: info.path, grab: options.grab, touchpadSizeMm: options.touchpadSizeMm)
         var config = options.input
         if let g = source?.geometry {
             var t = config.touchpad ?? TouchpadConfig(geometry: g)
@@ -85,7 +91,8 @@ extension Sender {
             + (options.chord ? "; let go with Ctrl+Alt+Esc (\(keyboards.count) keyboards watched) or Ctrl+C" : "; let go with Ctrl+C"))
 
         let startWall = MonotonicClock.seconds()
-        let startCPU = Self.cpuSeconds()
+        let startCPU = Self.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID)
+        let startThreadCPU = Self.cpuSeconds(CLOCK_THREAD_CPUTIME_ID)
         let deadline = options.seconds.map { startWall + $0 }
         var latencies: [UInt32] = []
         latencies.reserveCapacity(1 << 16)
@@ -172,8 +179,8 @@ extension Sender {
             }
             if source == nil && MonotonicClock.seconds() >= nextProbe {
                 nextProbe = MonotonicClock.seconds() + 0.25
-                if let back = Self.findAgain(info) {
-                    if let s = try? PointerSource(path: back, grab: options.grab) {
+                if let back = Self.findAgain(info, touchpadSizeMm: options.touchpadSizeMm) {
+                    if let s = try? PointerSource(path: back, grab: options.grab, touchpadSizeMm: options.touchpadSizeMm) {
                         source = s
                         say("remolo: \(info.name) is back at \(back)\(options.grab ? ", grabbed" : "")")
                     }
@@ -185,7 +192,10 @@ extension Sender {
         source = nil
 
         report.seconds = MonotonicClock.seconds() - startWall
-        report.cpuPercent = report.seconds > 0 ? 100 * (Self.cpuSeconds() - startCPU) / report.seconds : 0
+        if report.seconds > 0 {
+            report.cpuPercent = 100 * (Self.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - startCPU) / report.seconds
+            report.threadCPUPercent = 100 * (Self.cpuSeconds(CLOCK_THREAD_CPUTIME_ID) - startThreadCPU) / report.seconds
+        }
         latencies.sort()
         report.samplesSent = UInt64(latencies.count)
         if !latencies.isEmpty {
@@ -210,17 +220,16 @@ extension Sender {
 
     /// The device again after it went away: the same node if it has the
     /// same name, else the first node with that name.
-    private static func findAgain(_ info: InputDeviceInfo) -> String? {
-        let same = InputDevices.probe(info.path)
+    private static func findAgain(_ info: InputDeviceInfo, touchpadSizeMm: TouchpadSize?) -> String? {
+        let same = InputDevices.probe(info.path, touchpadSizeMm: touchpadSizeMm)
         if same.name == info.name && same.isPointer { return info.path }
-        return InputDevices.list().first { $0.name == info.name && $0.isPointer }?.path
+        return InputDevices.list(touchpadSizeMm: touchpadSizeMm).first { $0.name == info.name && $0.isPointer }?.path
     }
 
-    private static func cpuSeconds() -> Double {
-        var u = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &u)
-        return Double(u.ru_utime.tv_sec) + Double(u.ru_utime.tv_usec) / 1e6
-            + Double(u.ru_stime.tv_sec) + Double(u.ru_stime.tv_usec) / 1e6
+    private static func cpuSeconds(_ clock: clockid_t) -> Double {
+        var ts = timespec()
+        clock_gettime(clock, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 }
 

@@ -69,12 +69,15 @@ public enum InputDevices {
     }
 
     /// What each node is, or why it cannot be read.
-    public static func list() -> [InputDeviceInfo] { nodes().map(probe) }
+    public static func list(touchpadSizeMm: TouchpadSize? = nil) -> [InputDeviceInfo] {
+        nodes().map { probe($0, touchpadSizeMm: touchpadSizeMm) }
+    }
 
-    /// What `path` is.
-    public static func probe(_ path: String) -> InputDeviceInfo {
+    /// What `path` is. `touchpadSizeMm` stands in for a touchpad's own
+    /// resolution (`--touchpad-size`).
+    public static func probe(_ path: String, touchpadSizeMm: TouchpadSize? = nil) -> InputDeviceInfo {
         do {
-            let d = try EvdevHandle(path: path)
+            let d = try EvdevHandle(path: path, touchpadSizeMm: touchpadSizeMm)
             return d.info
         } catch {
             return InputDeviceInfo(path: path, name: "?", kind: nil, note: error.message)
@@ -82,8 +85,8 @@ public enum InputDevices {
     }
 
     /// `--device auto`: the first touchpad, else the first mouse.
-    public static func automatic() throws(InputDeviceError) -> InputDeviceInfo {
-        let all = list()
+    public static func automatic(touchpadSizeMm: TouchpadSize? = nil) throws(InputDeviceError) -> InputDeviceInfo {
+        let all = list(touchpadSizeMm: touchpadSizeMm)
         if let t = all.first(where: { $0.kind == .touchpad }) ?? all.first(where: { $0.kind == .mouse }) { return t }
         let denied = all.contains { $0.note.hasPrefix("no permission") }
         throw InputDeviceError("no touchpad or mouse found in \(directory)"
@@ -92,15 +95,34 @@ public enum InputDevices {
     }
 }
 
+/// A touchpad's size in millimetres, given by the user.
+public struct TouchpadSize: Sendable, Equatable {
+    public var width: Double
+    public var height: Double
+    public init(width: Double, height: Double) { self.width = width; self.height = height }
+
+    /// "WIDTHxHEIGHT" in millimetres, e.g. "100x60".
+    public init?(_ text: String) {
+        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        guard parts.count == 2, let w = Double(parts[0]), let h = Double(parts[1]),
+              w.isFinite, h.isFinite, (10...1000).contains(w), (10...1000).contains(h) else { return nil }
+        self.init(width: w, height: h)
+    }
+}
+
 /// An open evdev node and its libevdev state.
 final class EvdevHandle {
     let path: String
     let fd: Int32
     let dev: OpaquePointer
+    /// The size the user gave for a touchpad; it wins over the resolution
+    /// the device reports (some report none, some a wrong one).
+    let touchpadSizeMm: TouchpadSize?
     private(set) var grabbed = false
 
-    init(path: String) throws(InputDeviceError) {
+    init(path: String, touchpadSizeMm: TouchpadSize? = nil) throws(InputDeviceError) {
         self.path = path
+        self.touchpadSizeMm = touchpadSizeMm
         let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw .open(path, errno: errno) }
         var d: OpaquePointer?
@@ -209,6 +231,10 @@ final class EvdevHandle {
             return .failure(InputConfigError("no ABS_MT_POSITION_X/Y ranges"))
         }
         do {
+            if let size = touchpadSizeMm {
+                return .success(try TouchpadGeometry(xMinimum: x.minimum, xMaximum: x.maximum, yMinimum: y.minimum,
+                                                     yMaximum: y.maximum, widthMm: size.width, heightMm: size.height))
+            }
             return .success(try TouchpadGeometry(xMinimum: x.minimum, xMaximum: x.maximum, xResolution: x.resolution,
                                                  yMinimum: y.minimum, yMaximum: y.maximum, yResolution: y.resolution))
         } catch {
@@ -261,8 +287,8 @@ final class PointerSource {
     /// the reader fell behind and relative motion was lost.
     private(set) var overflows: UInt64 = 0
 
-    init(path: String, grab: Bool) throws(InputDeviceError) {
-        let h = try EvdevHandle(path: path)
+    init(path: String, grab: Bool, touchpadSizeMm: TouchpadSize? = nil) throws(InputDeviceError) {
+        let h = try EvdevHandle(path: path, touchpadSizeMm: touchpadSizeMm)
         let i = h.info
         guard let k = i.kind, k != .keyboard else {
             throw InputDeviceError("\(path) (\(i.name)) is not a touchpad or mouse: \(i.note); `remolo devices` lists usable ones")
