@@ -1,6 +1,9 @@
 import BenchSupport
 import Foundation
+import Remolo
 import RemoloCore
+import RemoloSession
+import RemoloSystem
 
 // The receive loop (CSources/RemoloCore/rx*.c) with real loopback UDP:
 // datagrams through io_uring receive, wire_open and playout_push, the
@@ -22,13 +25,10 @@ func receiverBenches() -> [BenchCase] {
 let rxKey: [UInt8] = (0..<32).map { UInt8(0x21 + $0) }
 let rxID: [UInt8] = Array("rxbench!".utf8)
 
-/// The C loop on its own thread, with one session (rxKey, rxID).
-final class BenchLoop: @unchecked Sendable {
-    // @unchecked Sendable: the loop thread owns `l` while it runs; this
-    // thread only uses rx_cmd_push and rx_stats_read, made for that.
-    let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
-    let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
-    let done = DispatchSemaphore(value: 0)
+/// The C loop on its own thread (Remolo's RawLoop) over loopback UDP,
+/// writing to /dev/null, with one session (rxKey, rxID).
+final class BenchLoop {
+    let raw: RawLoop
     let sock: Int32
     let sink: Int32
     let port: UInt16
@@ -36,59 +36,25 @@ final class BenchLoop: @unchecked Sendable {
     /// - rtPriority: SCHED_FIFO on the loop thread (0: off).
     /// - recordFd: the write end of a non-blocking pipe for arrival records (-1: off).
     init(rtPriority: Int32 = 0, recordFd: Int32 = -1) {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        sock = fd
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                precondition(bind(fd, $0, len) == 0)
-                precondition(getsockname(fd, $0, &len) == 0)
-            }
-        }
-        port = UInt16(bigEndian: a.sin_port)
+        do {
+            sock = try Socket.bindUDP(host: "127.0.0.1", port: 0)
+            port = try Socket.boundPort(sock)
+        } catch { fatalError("rx bench: \(error)") }
         sink = open("/dev/null", O_WRONLY | O_CLOEXEC)
-        var cfg = rx_config()
-        playout_config_default(&cfg.playout)
-        cfg.sock = sock
-        cfg.rt_priority = rtPriority
-        cfg.record_fd = recordFd
-        precondition(ptrdev_init_fd(dev, sink) == 0, "ptrdev_init_fd")
-        cfg.dev = dev
-        precondition(rx_loop_init(l, &cfg) == 0, "rx_loop_init")
-        Thread { [self] in
-            _ = rx_loop_run(l)
-            done.signal()
-        }.start()
-        while rx_loop_state(l) == Int32(RX_STATE_IDLE.rawValue) { usleep(100) }
-        precondition(rx_loop_state(l) == Int32(RX_STATE_RUNNING.rawValue), "io_uring unavailable")
-        var c = rx_cmd()
-        c.op = UInt8(RX_OP_ADD_SESSION.rawValue)
-        withUnsafeMutableBytes(of: &c.key) { $0.copyBytes(from: rxKey) }
-        withUnsafeMutableBytes(of: &c.id) { $0.copyBytes(from: rxID) }
-        let seq = rx_cmd_push(l, &c)
-        var r: Int32 = -1
-        while rx_cmd_result(l, UInt32(seq), &r) == 0 { usleep(100) }
-        precondition(r == 0, "add session: \(r)")
+        do { raw = try RawLoop(socket: sock, output: sink, realtimePriority: rtPriority, recordFD: recordFd) }
+        catch { fatalError("rx bench: \(error)") }
+        precondition(raw.start(wait: 2), "io_uring unavailable")
+        let id = try! SessionID(bytes: rxID), key = try! DatagramKey(bytes: rxKey)
+        let seq = raw.push(RawLoop.command(RX_OP_ADD_SESSION, id, key: key))
+        var r: Int32?
+        while r == nil { r = raw.result(seq); usleep(100) }
+        precondition(r == 0, "add session: \(r!)")
     }
 
-    var stats: rx_stats {
-        var s = rx_stats()
-        rx_stats_read(l, &s)
-        return s
-    }
+    var stats: rx_stats { raw.stats }
 
     deinit {
-        var c = rx_cmd()
-        c.op = UInt8(RX_OP_STOP.rawValue)
-        _ = rx_cmd_push(l, &c)
-        done.wait()
-        rx_loop_deinit(l)
-        UnsafeMutableRawPointer(l).deallocate()
-        ptrdev_deinit(dev)
-        dev.deallocate()
+        raw.stop()
         close(sock)
         close(sink)
     }

@@ -80,7 +80,7 @@ public final class PointerDevice {
     /// while the device lives: the same frames and button bookkeeping, no
     /// uinput (the receive loop's `.fileDescriptor` output). `devnode` is
     /// `/dev/fd/N`.
-    init(fileDescriptor fd: Int32) throws(PointerDeviceError) {
+    package init(fileDescriptor fd: Int32) throws(PointerDeviceError) {
         let d = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
         let r = ptrdev_init_fd(d, fd)
         guard r == 0 else {

@@ -164,12 +164,22 @@ the connection or says bye ends the session, and the sender says why.
         sendDevice(tx, run)
     }
     var gesture = SyntheticGesture(shape, size: size)
-    var failure: String?
-    do {
+    let failure = runSession(tx) {
         if seconds > 0 {
             try tx.run(&gesture, seconds: seconds, rate: rate, reconnect: reconnect, over: transport,
                        onEvent: { say("remolo: \($0)") })
         }
+    }
+    if let failure { fail(failure, code: 1) }
+}
+
+/// Runs `body` on the session and closes it, then prints the `sent:` line
+/// every run ends with (the tests read its fields by name). Returns what
+/// failed, if anything.
+private func runSession(_ tx: Sender, _ body: () throws -> Void) -> String? {
+    var failure: String?
+    do {
+        try body()
         tx.close()
     } catch let e as SessionError {
         failure = "session lost: \(e)"
@@ -179,33 +189,19 @@ the connection or says bye ends the session, and the sender says why.
     }
     let s = tx.stats
     say("sent: motion \(s.motionDatagrams) heartbeats \(s.heartbeats) buttons \(s.buttonsDown) down \(s.buttonsUp) up"
-          + " dx_q8 \(s.totalDX) dy_q8 \(s.totalDY) errors \(s.sendErrors + s.sessionsLost)"
+          + " dx_q8 \(s.totalDX) dy_q8 \(s.totalDY) scroll \(s.scrollDatagrams) scroll_v_q8 \(s.totalScrollV)"
+          + " scroll_h_q8 \(s.totalScrollH) errors \(s.sendErrors + s.sessionsLost)"
           + " sessions_lost \(s.sessionsLost) reconnects \(s.reconnects) frames_dropped \(s.framesDropped)"
           + " fallback \(s.fallbackMessages) fallback_dx_q8 \(s.fallbackDX) fallback_dy_q8 \(s.fallbackDY)"
           + " to_tcp \(s.switchesToTCP) to_udp \(s.switchesToUDP)")
-    if let failure { fail(failure, code: 1) }
+    return failure
 }
 
 /// The device run, then the same `sent:` line as a gesture run and a
 /// `device:` line with what was measured.
 func sendDevice(_ tx: Sender, _ options: DeviceRunOptions) -> Never {
-    var failure: String?
     var report: DeviceRunReport?
-    do {
-        report = try tx.runDevice(options, say: say)
-        tx.close()
-    } catch let e as SessionError {
-        failure = "session lost: \(e)"
-    } catch {
-        tx.close(.protocolError)
-        failure = "\(error)"
-    }
-    let s = tx.stats
-    say("sent: motion \(s.motionDatagrams) heartbeats \(s.heartbeats) buttons \(s.buttonsDown) down \(s.buttonsUp) up"
-          + " dx_q8 \(s.totalDX) dy_q8 \(s.totalDY) scroll \(s.scrollDatagrams) scroll_v_q8 \(s.totalScrollV)"
-          + " scroll_h_q8 \(s.totalScrollH) errors \(s.sendErrors + s.sessionsLost)"
-          + " sessions_lost \(s.sessionsLost) reconnects \(s.reconnects) frames_dropped \(s.framesDropped)"
-          + " fallback \(s.fallbackMessages) fallback_dx_q8 \(s.fallbackDX) fallback_dy_q8 \(s.fallbackDY)")
+    let failure = runSession(tx) { report = try tx.runDevice(options, say: say) }
     if let r = report {
         say("device: ended_by \(r.endedBy) frames \(r.frames) samples_sent \(r.samplesSent)"
               + " sample_to_send_us_p50 \(r.sampleToSendUs.p50) sample_to_send_us_p99 \(r.sampleToSendUs.p99)"

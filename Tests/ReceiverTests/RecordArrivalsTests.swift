@@ -295,22 +295,13 @@ extension RxSuite {
             let udp = try Receiver.bindUDP(host: "127.0.0.1", port: 0)
             defer { close(udp) }
             let sink = try FrameSink()
-            let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
-            let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
-            defer { UnsafeMutableRawPointer(l).deallocate(); dev.deallocate() }
-            try #require(ptrdev_init_fd(dev, sink.writeFD) == 0)
             var fds: [Int32] = [-1, -1]
             try #require(pipe(&fds) == 0)
             defer { close(fds[0]); close(fds[1]) }
             func initWith(_ fd: Int32) -> Int32 {
-                var cfg = rx_config()
-                playout_config_default(&cfg.playout)
-                cfg.sock = udp
-                cfg.dev = dev
-                cfg.record_fd = fd
-                let r = rx_loop_init(l, &cfg)
-                if r == 0 { rx_loop_deinit(l) }
-                return r
+                do { _ = try RawLoop(socket: udp, output: sink.writeFD, recordFD: fd); return 0 }
+                catch let e as SystemError { return -e.errno }
+                catch { return Int32.min }
             }
             #expect(initWith(fds[1]) == -EINVAL, "a blocking pipe")
             _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)

@@ -5,57 +5,6 @@ import RemoloSystem
 import RemoloCore
 import Testing
 
-/// The C loop driven directly, for what the Swift wrapper cannot stage.
-private final class RawLoop: @unchecked Sendable {
-    // @unchecked Sendable: the loop thread owns `l` while it runs; the test
-    // thread only uses the cross-thread entry points.
-    let l = OpaquePointer(UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(), alignment: Int(REMOLO_RX_LOOP_ALIGN)))
-    let dev = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
-    let done = DispatchSemaphore(value: 0)
-    var started = false
-
-    init(sock: Int32, sink: Int32) throws {
-        try #require(ptrdev_init_fd(dev, sink) == 0)
-        var cfg = rx_config()
-        playout_config_default(&cfg.playout)
-        cfg.sock = sock
-        cfg.dev = dev
-        try #require(rx_loop_init(l, &cfg) == 0)
-    }
-
-    func start() {
-        started = true
-        Thread { [self] in
-            _ = rx_loop_run(l)
-            done.signal()
-        }.start()
-    }
-
-    func push(_ c: rx_cmd) -> Int64 {
-        var c = c
-        return rx_cmd_push(l, &c)
-    }
-
-    var stats: rx_stats {
-        var s = rx_stats()
-        rx_stats_read(l, &s)
-        return s
-    }
-
-    deinit {
-        if started {
-            var c = rx_cmd()
-            c.op = UInt8(RX_OP_STOP.rawValue)
-            _ = rx_cmd_push(l, &c)
-            done.wait()
-        }
-        rx_loop_deinit(l)
-        UnsafeMutableRawPointer(l).deallocate()
-        ptrdev_deinit(dev)
-        dev.deallocate()
-    }
-}
-
 extension RxSuite {
     @Suite struct RxCoreTests {
         /// Datagrams already queued when the ring comes up, twice what the
@@ -68,12 +17,9 @@ extension RxSuite {
             var big: Int32 = 8 << 20
             try #require(setsockopt(udp, SOL_SOCKET, SO_RCVBUFFORCE, &big, socklen_t(MemoryLayout<Int32>.size)) == 0
                          || setsockopt(udp, SOL_SOCKET, SO_RCVBUF, &big, socklen_t(MemoryLayout<Int32>.size)) == 0)
-            let loop = try RawLoop(sock: udp, sink: sink.writeFD)
+            let loop = try RawLoop(socket: udp, output: sink.writeFD)
             var s = TestSession()
-            var c = rx_cmd()
-            c.op = UInt8(RX_OP_ADD_SESSION.rawValue)
-            withUnsafeMutableBytes(of: &c.id) { $0.copyBytes(from: s.id.bytes) }
-            s.key.withPointer { k in withUnsafeMutableBytes(of: &c.key) { $0.baseAddress!.copyMemory(from: k, byteCount: 32) } }
+            let c = RawLoop.command(RX_OP_ADD_SESSION, s.id, key: s.key)
             let seq = loop.push(c)
             #expect(seq == 0)
 
@@ -95,8 +41,7 @@ extension RxSuite {
             }
             loop.start()
             #expect(eventually(3) { loop.stats.datagrams == UInt64(n) }, "datagrams \(loop.stats.datagrams) of \(n)")
-            var result: Int32 = -1
-            #expect(rx_cmd_result(loop.l, 0, &result) == 1 && result == 0)
+            #expect(loop.result(0) == 0)
             #expect(eventually(3) { loop.stats.timer_armed == 0 })
             let st = loop.stats
             #expect(st.opened == UInt64(n))
@@ -138,16 +83,12 @@ extension RxSuite {
             let sink = try FrameSink()
             let udp = try Receiver.bindUDP(host: "127.0.0.1", port: 0)
             defer { close(udp) }
-            let loop = try RawLoop(sock: udp, sink: sink.writeFD)
+            let loop = try RawLoop(socket: udp, output: sink.writeFD)
             var s = TestSession()
-            var c = rx_cmd()
-            c.op = UInt8(RX_OP_ADD_SESSION.rawValue)
-            withUnsafeMutableBytes(of: &c.id) { $0.copyBytes(from: s.id.bytes) }
-            s.key.withPointer { k in withUnsafeMutableBytes(of: &c.key) { $0.baseAddress!.copyMemory(from: k, byteCount: 32) } }
+            let c = RawLoop.command(RX_OP_ADD_SESSION, s.id, key: s.key)
             loop.start()
             let seq = loop.push(c)
-            var result: Int32 = -1
-            #expect(eventually(3) { rx_cmd_result(loop.l, UInt32(seq), &result) == 1 } && result == 0)
+            #expect(eventually(3) { loop.result(seq) != nil } && loop.result(seq) == 0)
 
             var addr = sockaddr_in()
             var len = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -201,15 +142,14 @@ extension RxSuite {
             let sink = try FrameSink()
             let udp = try Receiver.bindUDP(host: "127.0.0.1", port: 0)
             defer { close(udp) }
-            let loop = try RawLoop(sock: udp, sink: sink.writeFD)
+            let loop = try RawLoop(socket: udp, output: sink.writeFD)
             var c = rx_cmd()
             c.op = UInt8(RX_OP_REMOVE_SESSION.rawValue)
             for i in 0..<Int(REMOLO_RX_CMDQ_CAP) { #expect(loop.push(c) == Int64(i)) }
             #expect(loop.push(c) == -Int64(EAGAIN))
             loop.start()
-            var r: Int32 = 0
-            #expect(eventually(2) { rx_cmd_result(loop.l, REMOLO_RX_CMDQ_CAP - 1, &r) == 1 })
-            #expect(r == -ENOENT)
+            #expect(eventually(2) { loop.result(Int64(REMOLO_RX_CMDQ_CAP) - 1) != nil })
+            #expect(loop.result(Int64(REMOLO_RX_CMDQ_CAP) - 1) == -ENOENT)
             #expect(loop.push(c) == Int64(REMOLO_RX_CMDQ_CAP))
         }
     }

@@ -220,6 +220,30 @@ private struct Rig {
         return tx
     }
 
+    /// Runs `script` on a thread of its own while the receiver's pointer is
+    /// read: the events read until `script` has returned.
+    func pointerEvents(while script: @escaping @Sendable () -> Void) -> [Ev] {
+        let played = Mutex(false)
+        Thread {
+            script()
+            played.withLock { $0 = true }
+        }.start()
+        return pointer.read(until: { played.withLock { $0 } })
+    }
+
+    /// Plays `steps` on `pad`, then ends the sender `tx` with SIGINT (as
+    /// Ctrl+C would): the pointer's events meanwhile.
+    @discardableResult
+    func play(_ steps: [PadStep], on pad: VirtualDevice, thenInterrupt tx: CLIProcess) -> [Ev] {
+        let writer = PadWriter(pad)
+        return pointerEvents {
+            writer.play(steps)
+            usleep(300_000)
+            tx.signal(SIGINT)
+            _ = tx.wait()
+        }
+    }
+
     func stop() {
         if rx.process.isRunning { rx.signal(SIGTERM) }
         _ = rx.wait(upTo: 10)
@@ -299,16 +323,7 @@ extension VMSuite {
             #expect(lines.last == "--device auto: \(pad.node) (Test touchpad)", "\(list.output)")
             let tx = try rig.send(["--device", pad.node, "--grab", "--accel", "0"])
             #expect(tx.output.contains("touchpad"), "\(tx.output)")
-            let played = Mutex(false)
-            let writer = PadWriter(pad)
-            Thread {
-                writer.play(steps)
-                usleep(300_000)
-                tx.signal(SIGINT)
-                _ = tx.wait()
-                played.withLock { $0 = true }
-            }.start()
-            let events = rig.pointer.read(until: { played.withLock { $0 } })
+            let events = rig.play(steps, on: pad, thenInterrupt: tx)
             #expect(tx.wait() == 0, "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")
             #expect(tx.output.contains("ended_by signal"), "\(tx.output)")
@@ -351,16 +366,7 @@ extension VMSuite {
             let refused = try run(CLIProcess.binary, "send", "--to", "127.0.0.1:9", "--device", pad.node, "--touchpad-size", "5x5")
             #expect(refused.status == 2 && refused.output.contains("--touchpad-size takes"), "\(refused.output)")
             let tx = try rig.send(["--device", pad.node, "--accel", "0", "--touchpad-size", "100x60"])
-            let played = Mutex(false)
-            let writer = PadWriter(pad)
-            Thread {
-                writer.play(steps)
-                usleep(300_000)
-                tx.signal(SIGINT)
-                _ = tx.wait()
-                played.withLock { $0 = true }
-            }.start()
-            _ = rig.pointer.read(until: { played.withLock { $0 } })
+            _ = rig.play(steps, on: pad, thenInterrupt: tx)
             #expect(tx.wait() == 0, "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")
             #expect(want.dxQ8 != 0 || want.dyQ8 != 0, "the script's first steps move")
@@ -375,8 +381,7 @@ extension VMSuite {
             let other = try EvdevReader(mouse.node)
             let tx = try rig.send(["--device", mouse.node, "--grab"])
             #expect(tx.output.contains("mouse"), "\(tx.output)")
-            let played = Mutex(false)
-            Thread {
+            let events = rig.pointerEvents {
                 // 125 Hz, a common mouse's report rate, in bursts of ten with
                 // a pause: the kernel keeps only 64 events per reader, and a
                 // guest starved of CPU must still keep up.
@@ -395,9 +400,7 @@ extension VMSuite {
                 usleep(300_000)
                 tx.signal(SIGINT)   // mid-drag: the receiver must see left go up
                 _ = tx.wait()
-                played.withLock { $0 = true }
-            }.start()
-            let events = rig.pointer.read(until: { played.withLock { $0 } })
+            }
             #expect(tx.wait() == 0, "\(tx.output)")
             #expect(tx.output.contains("ended_by signal"), "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")
@@ -433,9 +436,8 @@ extension VMSuite {
             #expect(tx.output.contains("Ctrl+Alt+Esc"), "\(tx.output)")
             // Plugged in after the sender started: watched all the same.
             let keyboard = try VirtualDevice.keyboard(name: "Test keyboard")
-            let played = Mutex(false)
             let log = Mutex<[String]>([])
-            Thread {
+            let events = rig.pointerEvents {
                 plug.mouse!.write(EV_KEY, BTN_LEFT, 1); plug.mouse!.syn(); usleep(20_000)
                 for _ in 0..<10 { plug.mouse!.write(EV_REL, REL_X, 5); plug.mouse!.syn(); usleep(8000) }
                 usleep(200_000)
@@ -449,9 +451,7 @@ extension VMSuite {
                 for k in [KEY_LEFTCTRL, KEY_LEFTALT, KEY_ESC] { keyboard.write(EV_KEY, k, 1); keyboard.syn(); usleep(10_000) }
                 _ = tx.wait(upTo: 10)
                 for k in [KEY_ESC, KEY_LEFTALT, KEY_LEFTCTRL] { keyboard.write(EV_KEY, k, 0); keyboard.syn() }
-                played.withLock { $0 = true }
-            }.start()
-            let events = rig.pointer.read(until: { played.withLock { $0 } })
+            }
             #expect(log.withLock { $0 } == ["gone true", "back true"], "\(tx.output)")
             #expect(tx.wait() == 0, "\(tx.output)")
             #expect(tx.output.contains("ended_by chord"), "\(tx.output)")
@@ -468,8 +468,7 @@ extension VMSuite {
             defer { rig.stop() }
             let mouse = try VirtualDevice.mouse(name: "Test mouse 120")
             let tx = try rig.send(["--device", mouse.node, "--grab"])
-            let played = Mutex(false)
-            Thread {
+            let events = rig.pointerEvents {
                 let start = monotonicNs()
                 for i in 1...600 {
                     let due = start + UInt64(i) * 8_333_333
@@ -480,9 +479,7 @@ extension VMSuite {
                 usleep(200_000)
                 tx.signal(SIGINT)
                 _ = tx.wait()
-                played.withLock { $0 = true }
-            }.start()
-            let events = rig.pointer.read(until: { played.withLock { $0 } })
+            }
             #expect(tx.wait() == 0, "\(tx.output)")
             let d = try #require(tx.line("device: "), "\(tx.output)")
             print("bench (VM, TCG): tx.cpu_pct \(d.split(separator: " ").drop { $0 != "cpu_pct" }.dropFirst().first ?? "?")"

@@ -153,6 +153,32 @@ final class EvdevHandle {
     func has(property p: Int32) -> Bool { libevdev_has_property(dev, UInt32(p)) == 1 }
     func value(_ type: Int32, _ code: Int32) -> Int32 { libevdev_get_event_value(dev, UInt32(type), UInt32(code)) }
 
+    /// Reads every event available into `each`: 0 once drained, else the
+    /// errno the device went away with. After the kernel's buffer
+    /// overflowed (SYN_DROPPED) `onOverflow` runs, and libevdev then hands
+    /// out the difference to the device's real state, which goes through
+    /// `each` like any event (libevdev docs: "sync mode"); what was lost
+    /// in the overflow stays lost.
+    func readAvailable(onOverflow: () -> Void, _ each: (input_event) -> Void) -> Int32 {
+        var ev = input_event()
+        var flags = LIBEVDEV_READ_FLAG_NORMAL.rawValue
+        while true {
+            let rc = libevdev_next_event(dev, flags, &ev)
+            if rc == -EAGAIN {
+                // After a SYN_DROPPED the sync events are done: back to normal.
+                if flags == LIBEVDEV_READ_FLAG_SYNC.rawValue { flags = LIBEVDEV_READ_FLAG_NORMAL.rawValue; continue }
+                return 0
+            }
+            if rc < 0 { return -rc }
+            if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue && flags == LIBEVDEV_READ_FLAG_NORMAL.rawValue {
+                onOverflow()
+                flags = LIBEVDEV_READ_FLAG_SYNC.rawValue
+                continue
+            }
+            each(ev)
+        }
+    }
+
     /// EVIOCGRAB: only this reader gets the device's events (the local
     /// pointer stops moving). The kernel drops the grab when the fd closes.
     func grab() throws(InputDeviceError) {
@@ -314,30 +340,11 @@ final class PointerSource {
 
     /// Reads every event available into `core`.
     func read(into core: inout InputCore) -> EvdevRead {
-        var ev = input_event()
-        var flags = LIBEVDEV_READ_FLAG_NORMAL.rawValue
-        while true {
-            let rc = libevdev_next_event(handle.dev, flags, &ev)
-            if rc == -EAGAIN {
-                // After a SYN_DROPPED the sync events are done: back to normal.
-                if flags == LIBEVDEV_READ_FLAG_SYNC.rawValue { flags = LIBEVDEV_READ_FLAG_NORMAL.rawValue; continue }
-                return .drained
-            }
-            if rc < 0 { return .gone(-rc) }
-            if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue {
-                // The kernel's buffer overflowed (SYN_DROPPED). libevdev now
-                // hands out the difference to the device's real state, which
-                // goes through the same translation (libevdev docs: "sync
-                // mode"); motion lost in the overflow stays lost.
-                if flags == LIBEVDEV_READ_FLAG_NORMAL.rawValue {
-                    overflows += 1
-                    flags = LIBEVDEV_READ_FLAG_SYNC.rawValue
-                    rel = (0, 0, 0, 0)
-                    continue
-                }
-            }
-            handle(ev, into: &core)
-        }
+        let e = handle.readAvailable(onOverflow: {
+            overflows += 1
+            rel = (0, 0, 0, 0)
+        }) { ev in handle(ev, into: &core) }
+        return e == 0 ? .drained : .gone(e)
     }
 
     private func handle(_ ev: input_event, into core: inout InputCore) {
@@ -436,17 +443,8 @@ final class ChordWatcher {
     /// Reads what is available (libevdev keeps the key state); true when the
     /// chord is held, or the keyboard is gone (false then, and `gone` set).
     func read() -> (chord: Bool, gone: Bool) {
-        var ev = input_event()
-        var flags = LIBEVDEV_READ_FLAG_NORMAL.rawValue
-        while true {
-            let rc = libevdev_next_event(handle.dev, flags, &ev)
-            if rc == -EAGAIN {
-                if flags == LIBEVDEV_READ_FLAG_SYNC.rawValue { flags = LIBEVDEV_READ_FLAG_NORMAL.rawValue; continue }
-                break
-            }
-            if rc < 0 { return (false, true) }
-            if rc == LIBEVDEV_READ_STATUS_SYNC.rawValue { flags = LIBEVDEV_READ_FLAG_SYNC.rawValue }
-        }
+        // libevdev keeps the key state, through a SYN_DROPPED too.
+        if handle.readAvailable(onOverflow: {}, { _ in }) != 0 { return (false, true) }
         let down = { (c: Int32) in self.handle.value(EV_KEY, c) != 0 }
         return ((down(KEY_LEFTCTRL) || down(KEY_RIGHTCTRL)) && (down(KEY_LEFTALT) || down(KEY_RIGHTALT)) && down(KEY_ESC), false)
     }

@@ -9,36 +9,13 @@ import RemoloSession
 import RemoloSystem
 import Synchronization
 
-/// Owns the C loop's memory; shared with the loop thread.
-final class LoopStorage: @unchecked Sendable {
-    // @unchecked Sendable: the loop thread owns `loop` while it runs; other
-    // threads reach it only through rx_cmd_push (serialised by `producer`),
-    // rx_cmd_result, rx_stats_read and rx_loop_state, which are made for that.
-    let loop: OpaquePointer  // struct rx_loop, rx_loop_size() bytes
-    let producer = Mutex(())
-    let finished = DispatchSemaphore(value: 0)
-
-    init() {
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(),
-                                                   alignment: Int(REMOLO_RX_LOOP_ALIGN))
-        // The struct is large (~300 KB, mostly playout rings): zero it once
-        // here, so no page is first touched on the loop thread.
-        raw.initializeMemory(as: UInt8.self, repeating: 0, count: rx_loop_size())
-        loop = OpaquePointer(raw)
-    }
-
-    deinit { UnsafeMutableRawPointer(loop).deallocate() }
-}
-
 /// The receive loop alone: datagrams from a bound UDP socket, played out at
 /// 480 Hz into the output. Sessions come and go through `addSession` /
 /// `removeSession` (the control plane's job; see `Receiver`).
 public final class ReceiveLoop: @unchecked Sendable {
     // @unchecked Sendable: all mutable state lives in the C loop, reached
     // only through its thread-safe entry points.
-    private let storage: LoopStorage
-    /// The output: a uinput pointer, or the same device over a caller's fd.
-    private let device: PointerDevice
+    private let raw: RawLoop
     private let isUinput: Bool
     private let recorder: ArrivalRecorder?
     /// The UDP socket's local port.
@@ -86,26 +63,12 @@ public final class ReceiveLoop: @unchecked Sendable {
         do { port = try Socket.boundPort(socket) } catch {
             throw ReceiverError("the UDP socket is not usable: \(error)")
         }
-        let st = LoopStorage()
-        cfg.dev = dev.dev
-        let r = rx_loop_init(st.loop, &cfg)
-        guard r == 0 else { throw ReceiverError("cannot set up the receive loop: \(String(cString: strerror(-r)))") }
-        storage = st
-        device = dev
+        do { raw = try RawLoop(config: cfg, device: dev) } catch {
+            throw ReceiverError("cannot set up the receive loop: \(error.message)")
+        }
         recorder = recordArrivals
-        let t = Thread {
-            _ = rx_loop_run(st.loop)
-            st.finished.signal()
-        }
-        t.name = "remolo-rx"
-        t.start()
-        // Wait until the ring is up (it is created on the loop thread).
-        let deadline = MonotonicClock.seconds() + Self.commandTimeout
-        while rx_loop_state(st.loop) == Int32(RX_STATE_IDLE.rawValue) && MonotonicClock.seconds() < deadline {
-            usleep(200)
-        }
-        if rx_loop_state(st.loop) != Int32(RX_STATE_RUNNING.rawValue) {
-            let e = rx_loop_run_error(st.loop)
+        if !raw.start(wait: Self.commandTimeout) {
+            let e = rx_loop_run_error(raw.loop)
             stop()
             var p = rx_probe_result()
             _ = rx_probe(&p)
@@ -113,62 +76,41 @@ public final class ReceiveLoop: @unchecked Sendable {
         }
     }
 
-    deinit {
-        stop()
-        rx_loop_deinit(storage.loop)
-    }
+    deinit { stop() }
 
     /// The uinput node the loop writes to, if it writes to a device.
-    public var devnode: String? { isUinput ? device.devnode : nil }
+    public var devnode: String? { isUinput ? raw.device.devnode : nil }
 
     public var stats: ReceiverStats {
-        var s = rx_stats()
-        rx_stats_read(storage.loop, &s)
-        return ReceiverStats(s)
+        ReceiverStats(raw.stats)
     }
 
-    public var isRunning: Bool { rx_loop_state(storage.loop) == Int32(RX_STATE_RUNNING.rawValue) }
+    public var isRunning: Bool { raw.isRunning }
 
     /// Runs one command on the loop thread and waits for its result.
     private func command(_ c: rx_cmd) throws(ReceiverError) -> Int32 {
         var c = c
+        defer { withUnsafeMutableBytes(of: &c.key) { sodium_memzero($0.baseAddress, $0.count) } }
         let deadline = MonotonicClock.seconds() + Self.commandTimeout
         var seq: Int64 = -1
         while true {
-            seq = storage.producer.withLock { _ in rx_cmd_push(storage.loop, &c) }
+            seq = raw.push(c)
             if seq >= 0 || seq != -Int64(EAGAIN) || MonotonicClock.seconds() > deadline { break }
             usleep(500)
         }
-        withUnsafeMutableBytes(of: &c.key) { sodium_memzero($0.baseAddress, $0.count) }
         guard seq >= 0 else { throw ReceiverError("the receive loop does not take commands (\(seq))") }
-        var result: Int32 = 0
-        while rx_cmd_result(storage.loop, UInt32(truncatingIfNeeded: seq), &result) == 0 {
+        while true {
+            if let r = raw.result(seq) { return r }
             guard isRunning, MonotonicClock.seconds() < deadline else {
                 throw ReceiverError("the receive loop is not running")
             }
             usleep(100)
         }
-        return result
-    }
-
-    private static func cmd(_ op: rx_op, _ id: SessionID) -> rx_cmd {
-        var c = rx_cmd()
-        c.op = UInt8(op.rawValue)
-        withUnsafeMutableBytes(of: &c.id) { raw in
-            for (i, b) in id.bytes.enumerated() { raw[i] = b }
-        }
-        return c
     }
 
     /// Opens datagrams of this session from now on.
     public func addSession(_ id: SessionID, key: DatagramKey) throws(ReceiverError) {
-        var c = Self.cmd(RX_OP_ADD_SESSION, id)
-        key.withPointer { k in
-            withUnsafeMutableBytes(of: &c.key) { raw in
-                raw.baseAddress!.copyMemory(from: k, byteCount: DatagramKey.byteCount)
-            }
-        }
-        let r = try command(c)
+        let r = try command(RawLoop.command(RX_OP_ADD_SESSION, id, key: key))
         if r >= 0 {
             slots.withLock { $0[id] = Int(r) }
             return
@@ -185,15 +127,14 @@ public final class ReceiveLoop: @unchecked Sendable {
     @discardableResult
     public func removeSession(_ id: SessionID) throws(ReceiverError) -> Bool {
         slots.withLock { _ = $0.removeValue(forKey: id) }
-        return try command(Self.cmd(RX_OP_REMOVE_SESSION, id)) == 0
+        return try command(RawLoop.command(RX_OP_REMOVE_SESSION, id)) == 0
     }
 
     /// Datagrams of this session opened so far (what its receipts say);
     /// nil for a session the loop does not hold.
     public func datagramsOpened(_ id: SessionID) -> UInt64? {
         guard let slot = slots.withLock({ $0[id] }) else { return nil }
-        var s = rx_stats()
-        rx_stats_read(storage.loop, &s)
+        let s = raw.stats
         return withUnsafeBytes(of: s.slot_opened) { $0.bindMemory(to: UInt64.self)[slot] }
     }
 
@@ -202,7 +143,7 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// playout like its datagrams. False if the session is unknown.
     @discardableResult
     public func push(_ id: SessionID, _ datagram: Datagram) throws(ReceiverError) -> Bool {
-        var c = Self.cmd(RX_OP_PUSH, id)
+        var c = RawLoop.command(RX_OP_PUSH, id)
         c.pkt = datagram.packet
         return try command(c) == 0
     }
@@ -218,15 +159,7 @@ public final class ReceiveLoop: @unchecked Sendable {
     public func stop() {
         let first = stopped.withLock { s -> Bool in defer { s = true }; return !s }
         guard first else { return }
-        if rx_loop_state(storage.loop) != Int32(RX_STATE_STOPPED.rawValue) {
-            var c = rx_cmd()
-            c.op = UInt8(RX_OP_STOP.rawValue)
-            // A full ring drains within a tick; the stop then fits.
-            while storage.producer.withLock({ _ in rx_cmd_push(storage.loop, &c) }) == -Int64(EAGAIN) {
-                usleep(500)
-            }
-        }
-        storage.finished.wait()
+        raw.stop()
         // The loop writes no more records: the recorder drains what is left.
         if let r = recorder {
             let s = stats

@@ -1,0 +1,134 @@
+// The C receive loop (CSources/RemoloCore/rxloop.c) and its memory, owned
+// in one place: set up in place, run on a thread of its own, commands in,
+// statistics out, stopped and torn down. `ReceiveLoop` builds sessions and
+// Swift statistics on it; the loop's own tests and Bench drive it directly
+// where they need the C side itself (a command queued before the loop runs,
+// the timing histograms, a statistics read that does not allocate).
+
+package import RemoloCore
+internal import CSodium
+internal import Glibc
+import Foundation
+import RemoloSession
+import RemoloSystem
+import Synchronization
+
+package final class RawLoop: @unchecked Sendable {
+    // @unchecked Sendable: the loop thread owns `loop` while it runs; other
+    // threads reach it only through rx_cmd_push (serialised by `producer`),
+    // rx_cmd_result, rx_stats_read and rx_loop_state, which are made for that.
+    package let loop: OpaquePointer  // struct rx_loop, rx_loop_size() bytes
+    /// The output; lives as long as the loop that writes to it.
+    let device: PointerDevice
+    private let producer = Mutex(())
+    private let finished = DispatchSemaphore(value: 0)
+    private let started = Mutex(false)
+    private let stopped = Mutex(false)
+
+    /// Sets the loop up over `config` (its `dev` is `device`'s), not yet
+    /// running. Throws rx_loop_init's errno.
+    package init(config: rx_config, device: PointerDevice) throws(SystemError) {
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(),
+                                                   alignment: Int(REMOLO_RX_LOOP_ALIGN))
+        // The struct is large (~300 KB, mostly playout rings): zero it once
+        // here, so no page is first touched on the loop thread.
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: rx_loop_size())
+        var cfg = config
+        cfg.dev = device.dev
+        let r = rx_loop_init(OpaquePointer(raw), &cfg)
+        guard r == 0 else {
+            raw.deallocate()
+            throw SystemError("rx_loop_init", errno: -r)
+        }
+        loop = OpaquePointer(raw)
+        self.device = device
+    }
+
+    /// The loop over `socket` with the default playout, writing its frames
+    /// to `fd` (a test's sink, /dev/null).
+    package convenience init(socket: Int32, output fd: Int32, realtimePriority: Int32 = 0,
+                             recordFD: Int32 = -1) throws {
+        var cfg = rx_config()
+        playout_config_default(&cfg.playout)
+        cfg.sock = socket
+        cfg.rt_priority = realtimePriority
+        cfg.record_fd = recordFD
+        try self.init(config: cfg, device: try PointerDevice(fileDescriptor: fd))
+    }
+
+    deinit {
+        stop()
+        rx_loop_deinit(loop)
+        UnsafeMutableRawPointer(loop).deallocate()
+    }
+
+    package var state: Int32 { rx_loop_state(loop) }
+    package var isRunning: Bool { state == Int32(RX_STATE_RUNNING.rawValue) }
+
+    /// Runs the loop on a thread named `name`; with `wait`, returns once the
+    /// ring is up (it is created on the loop thread) or `wait` seconds have
+    /// passed, and says whether it runs.
+    @discardableResult
+    package func start(name: String = "remolo-rx", wait: Double = 0) -> Bool {
+        started.withLock { $0 = true }
+        let t = Thread { [self] in
+            _ = rx_loop_run(loop)
+            finished.signal()
+        }
+        t.name = name
+        t.start()
+        guard wait > 0 else { return true }
+        let deadline = MonotonicClock.seconds() + wait
+        while state == Int32(RX_STATE_IDLE.rawValue) && MonotonicClock.seconds() < deadline { usleep(200) }
+        return isRunning
+    }
+
+    /// Queues one command: its sequence number, or -EAGAIN when the ring
+    /// is full.
+    package func push(_ c: rx_cmd) -> Int64 {
+        var c = c
+        defer { withUnsafeMutableBytes(of: &c.key) { sodium_memzero($0.baseAddress, $0.count) } }
+        return producer.withLock { _ in rx_cmd_push(loop, &c) }
+    }
+
+    /// A command's result, once the loop has run it.
+    package func result(_ seq: Int64) -> Int32? {
+        var r: Int32 = 0
+        return rx_cmd_result(loop, UInt32(truncatingIfNeeded: seq), &r) == 1 ? r : nil
+    }
+
+    /// A snapshot of the loop's counters (no allocation).
+    package var stats: rx_stats {
+        var s = rx_stats()
+        rx_stats_read(loop, &s)
+        return s
+    }
+
+    /// A command for `id`; `key` for RX_OP_ADD_SESSION (the copy in the
+    /// command is wiped once pushed).
+    package static func command(_ op: rx_op, _ id: SessionID, key: DatagramKey? = nil) -> rx_cmd {
+        var c = rx_cmd()
+        c.op = UInt8(op.rawValue)
+        withUnsafeMutableBytes(of: &c.id) { raw in
+            for (i, b) in id.bytes.enumerated() { raw[i] = b }
+        }
+        key?.withPointer { k in
+            withUnsafeMutableBytes(of: &c.key) { $0.baseAddress!.copyMemory(from: k, byteCount: DatagramKey.byteCount) }
+        }
+        return c
+    }
+
+    /// Ends every session (flushing it) and stops the loop thread, waiting
+    /// for it. Idempotent; nothing to do if it never started.
+    package func stop() {
+        let first = stopped.withLock { s -> Bool in defer { s = true }; return !s }
+        guard first, started.withLock({ $0 }) else { return }
+        if state != Int32(RX_STATE_STOPPED.rawValue) {
+            var c = rx_cmd()
+            c.op = UInt8(RX_OP_STOP.rawValue)
+            // A full ring drains within a tick; the stop then fits.
+            while push(c) == -Int64(EAGAIN) { usleep(500) }
+        }
+        finished.wait()
+    }
+}
