@@ -27,7 +27,10 @@ let package = Package(
         .systemLibrary(name: "CQREncode", path: "CSources/CQREncode", pkgConfig: "libqrencode",
                        providers: [.apt(["libqrencode-dev"])]),
         // DNS-SD through the Avahi daemon (discovery); the daemon itself is optional.
-        .systemLibrary(name: "CAvahi", path: "CSources/CAvahi", pkgConfig: "avahi-client",
+        // No pkgConfig: avahi-client.pc adds -D_REENTRANT, which SwiftPM
+        // refuses with a warning (and glibc no longer needs); the module map
+        // links both libraries and the headers are in /usr/include.
+        .systemLibrary(name: "CAvahi", path: "CSources/CAvahi",
                        providers: [.apt(["libavahi-client-dev"])]),
 
         // The hot path: playout core, datagram crypto, io_uring receive, uinput output.
