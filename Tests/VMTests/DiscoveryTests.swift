@@ -184,15 +184,7 @@ extension VMSuite {
             #expect(tx.wait(upTo: 90) == 0, "send: \(tx.output)")
             #expect(tx.output.contains("found receiver test receiver (\(fingerprint))"), "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")
-            #expect(eventually(20) { rx.output.contains("ended") }, "\(rx.output)")
-            usleep(500_000) // the playout's last ticks
-            rx.process.terminate()
-            #expect(rx.wait() == 0, "\(rx.output)")
-            let t = try relTotals(sink)
-            let q8x = try #require(CLIProcess.field("dx_q8", in: sent))
-            let q8y = try #require(CLIProcess.field("dy_q8", in: sent))
-            #expect(abs(t.dx * 256 - q8x) <= 128 && abs(t.dy * 256 - q8y) <= 128, "moved \(t.dx),\(t.dy) px; \(sent)")
-            #expect(t.dx >= 299, "the swipe is 300 px long: \(t)")
+            try expectSwipePlayed(sent, by: rx, into: sink)
         }
 
         /// A network without a router: only link-local IPv6 on the veth. The
@@ -232,18 +224,25 @@ extension VMSuite {
             #expect(tx.wait(upTo: 90) == 0, "send \(to): \(tx.output)")
             #expect(tx.output.contains("paired with receiver"), "\(tx.output)")
             let sent = try #require(tx.line("sent: "), "\(tx.output)")
-            #expect(eventually(20) { rx.output.contains("ended") }, "\(rx.output)")
-            usleep(500_000)
-            rx.process.terminate()
-            #expect(rx.wait() == 0, "\(rx.output)")
-            let t = try relTotals(sink)
-            let q8x = try #require(CLIProcess.field("dx_q8", in: sent))
-            let q8y = try #require(CLIProcess.field("dy_q8", in: sent))
-            #expect(abs(t.dx * 256 - q8x) <= 128 && abs(t.dy * 256 - q8y) <= 128, "moved \(t.dx),\(t.dy) px; \(sent)")
-            #expect(t.dx >= 299, "the swipe is 300 px long: \(t)")
+            try expectSwipePlayed(sent, by: rx, into: sink)
             // The pairing label is the address as typed, zone included.
             let known = try String(contentsOfFile: c.sender + "/known-receivers", encoding: .utf8)
             #expect(known.contains(to), "\(known)")
         }
     }
+}
+
+/// After `remolo send --gesture swipe --size 300`: the receiver ends the
+/// session, stops cleanly, and its sink holds what the sender's `sent:` line
+/// says, to the pixel.
+private func expectSwipePlayed(_ sent: String, by rx: CLIProcess, into sink: String) throws {
+    #expect(eventually(20) { rx.output.contains("ended") }, "\(rx.output)")
+    usleep(500_000) // the playout's last ticks
+    rx.process.terminate()
+    #expect(rx.wait() == 0, "\(rx.output)")
+    let t = try relTotals(sink)
+    let q8x = try #require(CLIProcess.field("dx_q8", in: sent))
+    let q8y = try #require(CLIProcess.field("dy_q8", in: sent))
+    #expect(abs(t.dx * 256 - q8x) <= 128 && abs(t.dy * 256 - q8y) <= 128, "moved \(t.dx),\(t.dy) px; \(sent)")
+    #expect(t.dx >= 299, "the swipe is 300 px long: \(t)")
 }
