@@ -60,6 +60,11 @@ final class BenchLoop {
     }
 }
 
+/// A UDP socket connected to the loop's port on loopback.
+func udpTo(_ port: UInt16) -> Int32 {
+    do { return try Socket.connectUDP(host: "127.0.0.1", port: port) } catch { fatalError("rx bench: \(error)") }
+}
+
 private func cpuNs(_ clock: clockid_t) -> UInt64 {
     var ts = timespec()
     clock_gettime(clock, &ts)
@@ -72,17 +77,8 @@ private func receiverDatagramBench(_ settings: BenchSettings) -> [BenchResult] {
     let n = settings.iterations(50_000)
     let len = Int(WIRE_DATAGRAM_LEN)
     let burst = 64
-    let tx = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let tx = udpTo(loop.port)
     defer { close(tx) }
-    var to = sockaddr_in()
-    to.sin_family = sa_family_t(AF_INET)
-    to.sin_port = loop.port.bigEndian
-    to.sin_addr.s_addr = inet_addr("127.0.0.1")
-    withUnsafePointer(to: &to) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            precondition(connect(tx, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0)
-        }
-    }
     var counter: UInt64 = 0
     var batch = [UInt8](repeating: 0, count: n * len)
     var samples: [Double] = []

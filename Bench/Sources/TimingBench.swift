@@ -123,20 +123,6 @@ private func pacedMotion(seconds: Double, seed: UInt64, counter: inout UInt64,
 }
 
 /// A UDP socket connected to the loop's port on loopback.
-private func udpTo(_ port: UInt16) -> Int32 {
-    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    var to = sockaddr_in()
-    to.sin_family = sa_family_t(AF_INET)
-    to.sin_port = port.bigEndian
-    to.sin_addr.s_addr = inet_addr("127.0.0.1")
-    withUnsafePointer(to: &to) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            precondition(connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0)
-        }
-    }
-    return fd
-}
-
 private func tickBench(_ settings: BenchSettings) -> [BenchResult] {
     precondition(wire_crypto_init() == 0)
     let seconds = settings.quick ? 0.3 : 3.0
@@ -250,18 +236,11 @@ private func webTrips(loop: BenchLoop, seconds: Double, records: Int32, counter:
     // The bridge opens a TCP connection to the receiver's control port at
     // each upgrade: a listener on the loop's port number takes it (the
     // kernel completes it from the backlog; nothing is read or written).
-    let control = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    defer { close(control) }
-    var a = sockaddr_in()
-    a.sin_family = sa_family_t(AF_INET)
-    a.sin_port = loop.port.bigEndian
-    a.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let bound = withUnsafePointer(to: &a) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(control, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 && listen(control, 4) == 0
-        }
+    let control: TCPListener
+    do { control = try TCPListener(host: "127.0.0.1", port: loop.port) } catch {
+        throw BenchFailure("control port \(loop.port): \(error)")
     }
-    guard bound else { throw BenchFailure("control port \(loop.port): \(String(cString: strerror(errno)))") }
+    defer { control.close() }
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("remolo-bench-web-\(getpid())").path
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
                                             attributes: [.posixPermissions: 0o700])

@@ -288,7 +288,7 @@ def hostile(port):
 
     # Many idle TLS connections: more than the cap are closed at accept,
     # the rest after the 5 s setup timeout.
-    idle = [socket.create_connection(("127.0.0.1", port), timeout=8) for _ in range(40)]
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=8) for _ in range(IDLE_CONNECTIONS)]
     time.sleep(0.5)
     t0 = time.time()
     closed = 0
@@ -299,11 +299,15 @@ def hostile(port):
         except (ConnectionResetError, socket.timeout):
             closed += 1 if time.time() - t0 < 7 else 0
         c.close()
-    check(closed == 40, f"40 idle connections: all closed within the setup timeout ({closed}/40)")
+    check(closed == IDLE_CONNECTIONS,
+          f"{IDLE_CONNECTIONS} idle connections: all closed within the setup timeout ({closed}/{IDLE_CONNECTIONS})")
     return relayed
 
 
 # ---------------------------------------------------------------- main
+
+IDLE_CONNECTIONS = 100
+WEB_MAX_CONNECTIONS = 32  # REMOLO_WEB_MAX_CONNECTIONS
 
 def main():
     ap = argparse.ArgumentParser()
@@ -407,6 +411,13 @@ def main():
                                                           "total_wheel_hires", "total_hwheel_hires", "buttons")}))
     web = next((l for l in rx.lines if l.startswith("web: ")), "")
     print(web)
+    counts = json.loads(web[len("web: "):]) if web else {}
+    # The idle connections are counted: beyond the cap at accept, the rest
+    # when their TLS setup timed out (the page's own connections are live).
+    check(counts.get("refused_full", 0) >= IDLE_CONNECTIONS - WEB_MAX_CONNECTIONS
+          and counts.get("refused_full", 0) + counts.get("tls_failed", 0) >= IDLE_CONNECTIONS,
+          f"idle connections counted: refused_full + tls_failed >= {IDLE_CONNECTIONS} ({web})")
+    check(counts.get("closed_protocol", 0) >= 3, f"bad WebSocket frames counted as closed_protocol ({web})")
     check(stats["opened"] == datagrams, f"every datagram the page sent opened ({stats['opened']} of {datagrams})")
     drops = {k: v for k, v in stats["drops"].items() if v}
     check(drops == {"unknown_session": relayed}, f"the only drop is the forged datagram ({drops})")

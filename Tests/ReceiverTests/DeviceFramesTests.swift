@@ -47,11 +47,8 @@ extension RxSuite {
         }
 
         @Test func framesReachTheSinkExactly() throws {
-            let p = try ReceiverTests.Pair()
-            let sink = try FrameSink()
-            let rx = try p.receiver(into: sink)
+            let (rx, tx, sink) = try ReceiverTests.Pair().session()
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try p.connect(to: rx)
             var core = try Self.core()
             try Self.drive(&core, tx, seconds: 1.2)
             tx.close()

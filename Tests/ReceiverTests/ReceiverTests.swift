@@ -29,6 +29,14 @@ extension RxSuite {
                              limits: limits, recordArrivals: recordArrivals)
             }
 
+            /// A receiver writing into a new sink and this sender's session
+            /// with it; the caller stops `rx` and keeps `sink` alive until then.
+            func session() throws -> (rx: Receiver, tx: Sender, sink: FrameSink) {
+                let sink = try FrameSink()
+                let rx = try receiver(into: sink)
+                do { return (rx, try connect(to: rx), sink) } catch { rx.stop(); throw error }
+            }
+
             /// This sender's session with `rx` (the receiver already knows it).
             func connect(to rx: Receiver, limits: SessionLimits = SessionLimits()) throws -> Sender {
                 try Sender.connect(host: "127.0.0.1", port: rx.port, identity: senderID,
@@ -38,11 +46,8 @@ extension RxSuite {
 
         @Test(arguments: [SyntheticGesture.Shape.circle, .swipe])
         func senderMovesReceiver(_ shape: SyntheticGesture.Shape) throws {
-            let p = try Pair()
-            let sink = try FrameSink()
-            let rx = try p.receiver(into: sink)
+            let (rx, tx, sink) = try Pair().session()
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try p.connect(to: rx)
             #expect(rx.liveSessions == 1)
             var g = SyntheticGesture(shape, size: shape == .swipe ? 600 : 150)
             try tx.run(&g, seconds: 0.5)
@@ -107,11 +112,8 @@ extension RxSuite {
         /// The sender vanishes mid-drag (no bye, connection reset): the
         /// receiver still ends the session and lifts the button.
         @Test func vanishedSenderReleasesButton() throws {
-            let p = try Pair()
-            let sink = try FrameSink()
-            let rx = try p.receiver(into: sink)
+            let (rx, tx, sink) = try Pair().session()
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try p.connect(to: rx)
             try tx.button(.left, down: true, at: senderClockUs())
             try tx.send(.motion(dx: 2560, dy: 0), at: senderClockUs())
             usleep(100_000)

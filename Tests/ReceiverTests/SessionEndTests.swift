@@ -76,11 +76,8 @@ extension RxSuite {
 
         @Test("4: settings are refused with bye 2; fallback motion and scroll play through the playout")
         func controlMessages() throws {
-            let p = try Pair()
-            let sink = try FrameSink()
-            let rx = try p.receiver(into: sink)
+            let (rx, tx, sink) = try Pair().session()
             defer { rx.stop(); withExtendedLifetime(sink) {} }
-            let tx = try p.connect(to: rx)
             let ns = senderClockUs() * 1000
             try tx.channel.send(.motion(MotionEvent(dx: 256 * 12, dy: -256 * 5, senderTimeNs: ns)))
             try tx.channel.send(.motion(MotionEvent(dx: 256 * 3, dy: 0, senderTimeNs: ns + 33_000_000)))
@@ -130,11 +127,8 @@ extension RxSuite {
 extension RxSuite.SessionEndTests {
     @Test("7: a button message that skips a sequence number ends the session (bye 2) and releases the button")
     func buttonSequenceGap() throws {
-        let p = try Pair()
-        let sink = try FrameSink()
-        let rx = try p.receiver(into: sink)
+        let (rx, tx, sink) = try Pair().session()
         defer { rx.stop(); withExtendedLifetime(sink) {} }
-        let tx = try p.connect(to: rx)
         let ns = senderClockUs() * 1000
         try tx.channel.send(.button(ButtonEvent(button: .left, isDown: true, senderTimeNs: ns, sequence: 41)))
         try tx.channel.send(.button(ButtonEvent(button: .right, isDown: true, senderTimeNs: ns + 1000, sequence: 42)))
