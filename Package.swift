@@ -26,6 +26,12 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CQREncode", path: "CSources/CQREncode", pkgConfig: "libqrencode",
                        providers: [.apt(["libqrencode-dev"])]),
+        // DNS-SD through the Avahi daemon (discovery); the daemon itself is optional.
+        // No pkgConfig: avahi-client.pc adds -D_REENTRANT, which SwiftPM
+        // refuses with a warning (and glibc no longer needs); the module map
+        // links both libraries and the headers are in /usr/include.
+        .systemLibrary(name: "CAvahi", path: "CSources/CAvahi",
+                       providers: [.apt(["libavahi-client-dev"])]),
 
         // The hot path: playout core, datagram crypto, io_uring receive, uinput output.
         .target(
@@ -55,7 +61,7 @@ let package = Package(
 
         // The Swift layers, each depending only on those above it:
         // RemoloSystem <- RemoloSession <- RemoloTrace <- Remolo <- RemoloLab <- remolo (Tests/Layers checks the graph);
-        // RemoloSystem <- RemoloWeb <- remolo.
+        // RemoloSystem <- RemoloWeb <- remolo; RemoloDiscovery (DNS-SD, Avahi) <- remolo.
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
         .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
         .target(name: "RemoloTrace", path: "Sources/RemoloTrace"),
@@ -66,7 +72,10 @@ let package = Package(
         // The page's files (a resource bundle beside the binary) and the bridge's Swift face.
         .target(name: "RemoloWeb", dependencies: ["RemoloSystem", "RemoloWebServer"], path: "Sources/RemoloWeb",
                 resources: [.copy("page")]),
-        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloWeb", "RemoloInput"],
+        // Announcing and finding receivers (DNS-SD through Avahi): beside the
+        // receiver, never in its hot path, so only the CLI links it.
+        .target(name: "RemoloDiscovery", dependencies: ["CAvahi"], path: "Sources/RemoloDiscovery"),
+        .executableTarget(name: "remolo", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloWeb", "RemoloInput", "RemoloDiscovery"],
                           path: "Sources/remolo"),
         .executableTarget(name: "Bench", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput", "RemoloWeb", "COpenSSL", "BenchSupport", "CEvdev"],
                           path: "Bench/Sources"),
@@ -77,7 +86,7 @@ let package = Package(
                     path: "Tests/RemoloCoreTests"),
         .testTarget(name: "WireTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
                     path: "Tests/WireTests"),
-        .testTarget(name: "SessionTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium"],
+        .testTarget(name: "SessionTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "CSodium", "RemoloDiscovery"],
                     path: "Tests/SessionTests"),
         .testTarget(name: "ReceiverTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput"],
                     path: "Tests/ReceiverTests"),

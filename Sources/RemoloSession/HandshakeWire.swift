@@ -108,6 +108,13 @@ public struct HandshakeWireMessage: Equatable, Sendable {
     }
 }
 
+/// The protocol version a peer speaks: the handshake payload's version
+/// byte, which is also what a receiver announces in DNS-SD (`proto=`), so a
+/// sender can tell an incompatible receiver before connecting.
+public enum RemoloProtocol {
+    public static var version: Int { Int(HandshakePayload.version) }
+}
+
 /// The fixed-size payloads carried inside the Noise messages.
 enum HandshakePayload {
     static let version: UInt8 = 1

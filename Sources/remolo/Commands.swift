@@ -19,6 +19,7 @@ let commands: [Command] = [
     Command(name: "install", summary: "receiver: install the systemd unit, udev rule and uinput module entry", run: installCommand),
     Command(name: "uninstall", summary: "receiver: remove what install wrote", run: uninstallCommand),
     Command(name: "send", summary: "sender: connect to a receiver and send motion", run: sendCommand),
+    Command(name: "discover", summary: "sender: list the receivers announced on the LAN (DNS-SD)", run: discoverCommand),
     Command(name: "simulate", summary: "replay network scenarios through the playout core and score them", run: simulateCommand),
     Command(name: "relay", summary: "forward UDP datagrams with a scenario's delays and losses", run: relayCommand),
     Command(name: "version", summary: "print the version", run: { _ in print("remolo \(remoloVersion)") }),

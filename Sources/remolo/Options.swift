@@ -60,7 +60,8 @@ struct Options {
         return n
     }
 
-    /// HOST:PORT, [V6]:PORT, or :PORT (the host then `defaultHost`).
+    /// HOST:PORT, [V6]:PORT, :PORT (the host then `defaultHost`), or a host
+    /// alone (the port then 7420); see `parseHostPort`.
     mutating func hostPort(defaultHost: String = "0.0.0.0") -> (host: String, port: UInt16) {
         parseHostPort(value(), what: flag, defaultHost: defaultHost)
     }
@@ -79,19 +80,47 @@ struct Options {
     private func format(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
 }
 
-/// HOST:PORT, [V6]:PORT, or :PORT.
+/// HOST:PORT, [V6]:PORT, :PORT, or a host alone (the port then
+/// `defaultPort`): HOST, [V6], or a bare IPv6 address (two colons or more).
+/// An IPv6 address may carry its zone, `fe80::1%wlan0` (RFC 4007 section
+/// 11): a link-local address means nothing without the interface it is on.
+/// The zone is kept as typed; getaddrinfo turns it into the scope id. A
+/// number alone is a port (`--listen 7420`).
 func parseHostPort(_ s: String, what: String, defaultHost: String = "0.0.0.0") -> (host: String, port: UInt16) {
+    let example = "e.g. 192.168.1.20:\(defaultPort), [fe80::1%wlan0]:\(defaultPort) or fe80::1%wlan0"
     var host = defaultHost
-    var portText = s
-    if s.hasPrefix("["), let close = s.firstIndex(of: "]") {
+    var portText: String? = s
+    if s.hasPrefix("[") {
+        guard let close = s.firstIndex(of: "]") else { fail("\(what): '\(s)' lacks the closing ']' (\(example))") }
         host = String(s[s.index(after: s.startIndex)..<close])
-        portText = String(s[s.index(after: close)...].dropFirst())
+        let rest = s[s.index(after: close)...]
+        if rest.isEmpty {
+            portText = nil
+        } else {
+            guard rest.hasPrefix(":") else { fail("\(what) takes [IPV6]:PORT (\(example)), not '\(s)'") }
+            portText = String(rest.dropFirst())
+        }
+    } else if s.filter({ $0 == ":" }).count >= 2 {
+        // Unbracketed IPv6: the colons belong to the address, so no port.
+        host = s
+        portText = nil
     } else if let colon = s.lastIndex(of: ":") {
         if colon != s.startIndex { host = String(s[..<colon]) }
         portText = String(s[s.index(after: colon)...])
+    } else if UInt16(s) == nil {
+        host = s
+        portText = nil
     }
-    guard let port = UInt16(portText) else {
-        fail("\(what) takes HOST:PORT (e.g. 192.168.1.20:\(defaultPort)), not '\(s)'")
+    guard !host.isEmpty else { fail("\(what): '\(s)' has an empty host (\(example))") }
+    if host.hasSuffix("%") { fail("\(what): '\(s)' has an empty zone after '%': name the interface, as in fe80::1%wlan0") }
+    guard let text = portText else { return (host, defaultPort) }
+    guard let port = UInt16(text) else {
+        fail("\(what) takes HOST:PORT (\(example)), not '\(s)'")
     }
     return (host, port)
+}
+
+/// host:port as typed back to a person: IPv6 in brackets.
+func formatHostPort(_ host: String, _ port: UInt16) -> String {
+    host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
 }

@@ -13,7 +13,8 @@ with it (on the sender: remolo send --to THIS-HOST:PORT --pair CODE ...).
 The sender's key is then kept in authorized-senders. Ends at once when the
 code is used, burned by a wrong guess, or expires (a code lives 5 minutes).
 
-  --listen    address and TCP port to listen on (default 0.0.0.0:7420)
+  --listen    address and TCP port to listen on (default [::]:7420, IPv6 and
+              IPv4)
   --timeout   stop waiting after this many seconds (default and at most
               300: the code's lifetime; a longer wait ends with the code)
 
@@ -21,12 +22,12 @@ Pairing also works on a running receiver: remolo receive --pair.
 """
 
 @Sendable func pairCommand(_ args: [String]) {
-    var (host, port) = ("0.0.0.0", defaultPort)
+    var (host, port) = (defaultListenHost, defaultPort)
     var timeout = PairingAuthority.defaultLifetime
     var o = Options(args, usage: pairUsage)
     while let flag = o.next() {
         switch flag {
-        case "--listen": (host, port) = o.hostPort()
+        case "--listen": (host, port) = o.hostPort(defaultHost: defaultListenHost)
         case "--timeout": timeout = o.double(in: 0.001...86_400)
         default: o.unknown()
         }

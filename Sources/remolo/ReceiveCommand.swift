@@ -3,19 +3,27 @@ import RemoloSession
 import RemoloSystem
 import Remolo
 import RemoloWeb
+import RemoloDiscovery
 
 // remolo receive: the receiver. TCP control and UDP datagrams on one port;
 // the pointer moves through a uinput device.
 
 let defaultPort: UInt16 = 7420
 
+/// Where the receiver listens by default: every IPv6 and IPv4 address (one
+/// dual-stack socket each for TCP and UDP), or every IPv4 one on a host
+/// without IPv6.
+let defaultListenHost = Socket.ipv6Available ? "::" : "0.0.0.0"
+
 let receiveUsage = """
 usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--rt PRIORITY]
                       [--name NAME] [--sink FILE] [--seconds N] [--record-arrivals FILE]
-                      [--web [ADDR:]PORT]
+                      [--web [ADDR:]PORT] [--no-announce]
 
   --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
-              datagrams) (default 0.0.0.0:\(defaultPort))
+              datagrams) (default [::]:\(defaultPort): IPv6 and IPv4; 0.0.0.0
+              for IPv4 only; a link-local address takes its zone,
+              [fe80::1%wlan0]:\(defaultPort))
   --stats     print the loop's counters every SECONDS
   --stats-json  print them as one JSON object per line (drop reasons as in
               the README: short, long, unknown_session, replay, bad_tag,
@@ -38,6 +46,10 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
               record every datagram's send and arrival time in the lab's
               trace format (the first session's only); replay your own
               network with `remolo simulate --trace FILE`
+  --no-announce
+              do not announce this receiver on the LAN (by default it does,
+              as \(RemoloService.type) through avahi-daemon, so that
+              `remolo send` finds it without --to)
 
 Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
 (modprobe uinput, plus a udev rule for non-root users) and io_uring. Options
@@ -46,7 +58,8 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
 """
 
 @Sendable func receiveCommand(_ args: [String]) {
-    var (host, port) = ("0.0.0.0", defaultPort)
+    var (host, port) = (defaultListenHost, defaultPort)
+    var announce = true
     var statsEvery: Double?
     var statsJSON = false
     var pair = false
@@ -60,7 +73,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var o = Options(receiveConfigWords(args) + args, usage: receiveUsage)
     while let flag = o.next() {
         switch flag {
-        case "--listen": (host, port) = o.hostPort()
+        case "--listen": (host, port) = o.hostPort(defaultHost: defaultListenHost)
         case "--stats": statsEvery = o.double(in: 0.001...86_400)
         case "--stats-json": statsJSON = true
         case "--pair": pair = true
@@ -70,6 +83,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         case "--record-arrivals": recordPath = o.value()
         case "--sink": sinkPath = o.value()
         case "--web": webArg = o.value()
+        case "--no-announce": announce = false
         default: o.unknown()
         }
     }
@@ -113,7 +127,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     } catch {
         fail("\(error)", code: 1)
     }
-    say("receiver \(identity.fingerprint) listening on \(host):\(rx.port) (tcp+udp), "
+    say("receiver \(identity.fingerprint) listening on \(formatHostPort(host, rx.port)) (tcp+udp), "
           + (sinkPath.map { "frames to \($0)" } ?? "pointer \(rx.loop.devnode ?? "?")"))
     if rt > 0 && !rx.stats.realtime {
         say("note: SCHED_FIFO not granted (needs CAP_SYS_NICE); running with the default policy")
@@ -153,6 +167,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
             say("no pairing code: \(error)")
         }
     }
+    let announcer = announce ? startAnnouncing(identity: identity, host: host, port: rx.port) : nil
     let tty = isatty(1) != 0
     let start = Date()
     var lastStats = Date()
@@ -185,9 +200,37 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         }
         if let s = seconds, Date().timeIntervalSince(start) >= s { break }
     }
+    announcer?.stop()
     bridge?.stop()
     rx.stop()
     if let b = bridge { say("web: \(b.stats.json)") }
     say(statsJSON ? rx.stats.json : "final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
     if let r = recorder { say(r.summary) }
+}
+
+/// Announces the receiver on the LAN, or says in one line why not; never
+/// fails the receiver. A loopback-only receiver is not announced: no other
+/// machine could reach it.
+func startAnnouncing(identity: Identity, host: String, port: UInt16) -> Announcer? {
+    if host == "localhost" || host == "::1" || host.hasPrefix("127.") { return nil }
+    // Announce the addresses a sender can use: IPv4 only for an IPv4
+    // listener, both for `::`, and only the listener's interface for a
+    // specific address.
+    let family: Int32 = host.contains(":") ? (host == "::" ? AF_UNSPEC : AF_INET6)
+        : (host.allSatisfy { $0.isNumber || $0 == "." } ? AF_INET : AF_UNSPEC)
+    let wildcard = host == "::" || host == "0.0.0.0"
+    var name = "Remolo"
+    var buf = [CChar](repeating: 0, count: 256)
+    if gethostname(&buf, buf.count - 1) == 0 {
+        name = "Remolo on " + buf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+    do {
+        return try Announcer(name: name, port: port,
+                             txt: ServiceTXT(fingerprint: identity.fingerprint, protocolVersion: RemoloProtocol.version),
+                             family: family, interfaceIndex: wildcard ? 0 : Socket.interfaceIndex(holding: host),
+                             onEvent: { say($0) })
+    } catch {
+        say("note: \(error), so this receiver is not announced on the LAN; senders need --to HOST:PORT")
+        return nil
+    }
 }

@@ -3,19 +3,24 @@ import RemoloSession
 import RemoloSystem
 import Remolo
 import RemoloInput
+import RemoloDiscovery
 
 // remolo send: a touchpad or mouse of this machine (--device), or a
 // synthetic gesture for demos and tests.
 
 let sendUsage = """
-usage: remolo send --to HOST:PORT [--pair CODE] [--gesture circle|swipe|idle]
+usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
                    [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect] [--over udp|tcp]
-       remolo send --to HOST:PORT --device PATH|auto [--grab] [--accel A]
+       remolo send [--to HOST:PORT] --device PATH|auto [--grab] [--accel A]
                    [--pointer-speed S] [--scroll-speed S] [--no-natural-scroll]
                    [--no-tap] [--frame-hz HZ] [--touchpad-size WxH]
                    [--seconds N] [--over udp|tcp]
 
-  --to        the receiver (remolo receive --listen ...)
+  --to        the receiver (remolo receive --listen ...): HOST:PORT,
+              [IPV6]:PORT, or a host alone (port \(defaultPort)); an IPv6
+              link-local address needs its zone: [fe80::1%wlan0]:\(defaultPort).
+              Without --to: the known receiver that announces itself on the
+              LAN (\(RemoloService.type), see `remolo discover`)
   --pair      pair first with the code the receiver printed; then send
   --gesture   circle (default), swipe (a drag with the left button) or idle
               (heartbeats only)
@@ -111,26 +116,34 @@ the connection or says bye ends the session, and the sender says why.
         default: o.unknown()
         }
     }
-    guard let (host, port) = to else { fail("send needs --to HOST:PORT\n\(sendUsage)") }
     if device != nil && gestureGiven { fail("--device and --gesture exclude each other: send a device's input or a synthetic gesture") }
     if device == nil && run.grab { fail("--grab needs --device PATH|auto") }
     if device == nil && run.touchpadSizeMm != nil { fail("--touchpad-size needs --device PATH|auto") }
     let (dir, identity) = loadIdentity()
+    if to == nil && code != nil {
+        fail("--pair needs --to HOST:PORT: a receiver not paired yet is not among the known ones "
+             + "(`remolo discover` lists the receivers on the LAN with their addresses)")
+    }
+    var found: PublicKey?
+    let (host, port): (String, UInt16)
+    if let to { (host, port) = to } else { (host, port, found) = findKnownReceiver(dir) }
+    let label = formatHostPort(host, port)
 
     let tx: Sender
     do {
         if let code {
             tx = try Sender.pair(host: host, port: port, identity: identity, code: code,
-                                 directory: dir, label: "\(host):\(port)")
+                                 directory: dir, label: label)
             say("paired with receiver \(tx.channel.peer.fingerprint)")
         } else {
             // A missing file is an empty list; an unreadable one is an error
             // that says how to fix it (it would hide every paired receiver).
             let known = try PeerList.load(from: dir.file(PeerList.knownReceiversFile))
-            guard let receiver = known.key(labelled: "\(host):\(port)") ?? (known.entries.count == 1 ? known.entries[0].key : nil) else {
+            guard let receiver = found ?? known.key(labelled: label)
+                    ?? (known.entries.count == 1 ? known.entries[0].key : nil) else {
                 fail(known.entries.isEmpty
-                     ? "not paired with any receiver: run `remolo pair` on the receiver, then `remolo send --to \(host):\(port) --pair CODE`"
-                     : "not paired with \(host):\(port) (known: \(known.entries.map(\.label).joined(separator: ", "))); pair with --pair CODE",
+                     ? "not paired with any receiver: run `remolo pair` on the receiver, then `remolo send --to \(label) --pair CODE`"
+                     : "not paired with \(label) (known: \(known.entries.map(\.label).joined(separator: ", "))); pair with --pair CODE",
                      code: 1)
             }
             tx = try Sender.connect(host: host, port: port, identity: identity, receiver: receiver)
@@ -198,4 +211,52 @@ func sendDevice(_ tx: Sender, _ options: DeviceRunOptions) -> Never {
     }
     if let failure { fail(failure, code: 1) }
     exit(0)
+}
+
+/// Without --to: browses the LAN for a few seconds and picks the receiver
+/// whose announced fingerprint is in known-receivers. The announcement only
+/// says where to go; the handshake then proves the key (Noise IK with the
+/// key stored at pairing), so a false announcement cannot get a session.
+private func findKnownReceiver(_ dir: ConfigDirectory) -> (String, UInt16, PublicKey) {
+    let known: PeerList
+    do { known = try PeerList.load(from: dir.file(PeerList.knownReceiversFile)) } catch { fail("\(error)", code: 1) }
+    guard !known.entries.isEmpty else {
+        fail("not paired with any receiver: run `remolo pair` on the receiver, then "
+             + "`remolo send --to HOST:PORT --pair CODE`", code: 1)
+    }
+    let seen: [DiscoveredReceiver]
+    do {
+        seen = try Browser.browse(seconds: discoverSeconds, settle: true)
+    } catch {
+        fail("cannot look for receivers on the LAN: \(error); or give the receiver with --to HOST:PORT", code: 1)
+    }
+    // Known receivers seen, by key: one receiver may be seen several
+    // times (each interface, IPv4 and IPv6).
+    var byKey: [(entry: PeerList.Entry, seen: [DiscoveredReceiver])] = []
+    for e in known.entries {
+        let mine = seen.filter { $0.matches(fingerprint: e.key.fingerprint) }
+        if !mine.isEmpty { byKey.append((e, mine)) }
+    }
+    guard !byKey.isEmpty else {
+        let others = seen.isEmpty ? "no receiver announces itself"
+            : "\(seen.count) announcement\(seen.count == 1 ? "" : "s") seen, none from a known receiver"
+        fail("no known receiver found on the LAN within \(formatSeconds(discoverSeconds)) s (\(others)); check that "
+             + "`remolo receive` runs there (without --no-announce) and avahi-daemon runs on both machines, "
+             + "or give the receiver with --to HOST:PORT", code: 1)
+    }
+    guard byKey.count == 1 else {
+        let list = byKey.map { "\($0.entry.label) (\($0.entry.key.fingerprint)) at \($0.seen[0].address)" }
+        fail("several known receivers on the LAN: \(list.joined(separator: "; ")); pick one with --to HOST:PORT", code: 1)
+    }
+    let (entry, mine) = byKey[0]
+    if let v = mine.first?.protocolVersion, v != RemoloProtocol.version {
+        fail("receiver \(entry.label) speaks protocol version \(v), this sender \(RemoloProtocol.version): "
+             + "update the older end", code: 1)
+    }
+    // IPv4 first (it works with any listener), then routable IPv6, then
+    // link-local IPv6 (with its zone): the network without a router.
+    func rank(_ r: DiscoveredReceiver) -> Int { !r.isIPv6 ? 0 : (r.host.contains("%") ? 2 : 1) }
+    let best = mine.min { rank($0) < rank($1) }!
+    say("found receiver \(entry.label) (\(entry.key.fingerprint)) at \(best.address) on \(best.interface)")
+    return (best.host, best.port, entry.key)
 }

@@ -38,9 +38,12 @@ public final class CLIProcess: @unchecked Sendable {
             .appendingPathComponent("remolo").path
     }
 
-    /// `prefix`: a command that runs `remolo` (e.g. `ip netns exec NS`, to
-    /// start it inside a network namespace); empty runs it directly.
-    public init(_ args: [String], configDir: String, log: String, prefix: [String] = []) throws {
+    /// - Parameters:
+    ///   - prefix: a command that runs `remolo` (e.g. `ip netns exec NS`, to
+    ///     start it inside a network namespace); empty runs it directly.
+    ///   - environment: added to (or replacing in) this process's environment.
+    public init(_ args: [String], configDir: String, log: String, prefix: [String] = [],
+                environment: [String: String] = [:]) throws {
         let bin = Self.binary
         guard FileManager.default.isExecutableFile(atPath: bin) else {
             throw CLIError("no remolo binary at \(bin): run `swift build` first")
@@ -57,6 +60,7 @@ public final class CLIProcess: @unchecked Sendable {
         }
         var env = ProcessInfo.processInfo.environment
         env["REMOLO_CONFIG_DIR"] = configDir
+        env.merge(environment) { _, new in new }
         process.environment = env
         process.standardOutput = out
         process.standardError = out

@@ -27,7 +27,7 @@ public enum ReceiveConfig {
 
     /// Every key, in the order of `remolo receive --help`.
     public static let keys: [Key] = [
-        Key(name: "listen", takesValue: true, example: "0.0.0.0:7420"),
+        Key(name: "listen", takesValue: true, example: "[::]:7420"),
         Key(name: "stats", takesValue: true, example: "10"),
         Key(name: "stats-json", takesValue: false, example: "true"),
         Key(name: "pair", takesValue: false, example: "false"),
@@ -36,6 +36,7 @@ public enum ReceiveConfig {
         Key(name: "sink", takesValue: true, example: "/var/lib/remolo/frames"),
         Key(name: "seconds", takesValue: true, example: "3600"),
         Key(name: "record-arrivals", takesValue: true, example: "/var/lib/remolo/arrivals.trace"),
+        Key(name: "no-announce", takesValue: false, example: "false"),
     ]
 
     private static var keyList: String { keys.map(\.name).joined(separator: ", ") }
@@ -64,7 +65,7 @@ public enum ReceiveConfig {
                 if let k = keys.first(where: { $0.name == bare }) {
                     throw error("'\(line)' needs a value: write `\(k.name) = \(k.example)`")
                 }
-                throw error("expected `key = value`, not '\(line)'; e.g. `listen = 0.0.0.0:7420`, "
+                throw error("expected `key = value`, not '\(line)'; e.g. `listen = [::]:7420`, "
                             + "or put `#` in front to make it a comment")
             }
             var name = trimmed(line[..<eq])
