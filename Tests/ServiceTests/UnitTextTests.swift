@@ -15,7 +15,7 @@ struct UnitTextTests {
     @Test("1: the system unit has every hardening directive", arguments: [
         (1, "NoNewPrivileges=yes"), (2, "ProtectSystem=strict"), (3, "ProtectHome=yes"),
         (4, "PrivateTmp=yes"), (5, "DevicePolicy=closed"), (6, "DeviceAllow=/dev/uinput rw"),
-        (7, "RestrictAddressFamilies=AF_INET AF_INET6"), (8, "RestrictNamespaces=yes"),
+        (7, "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX"), (8, "RestrictNamespaces=yes"),
         (9, "LockPersonality=yes"), (10, "MemoryDenyWriteExecute=yes"), (11, "SystemCallArchitectures=native"),
         (12, "ProtectKernelTunables=yes"), (13, "ProtectKernelModules=yes"), (14, "ProtectKernelLogs=yes"),
         (15, "ProtectClock=yes"), (16, "ProtectHostname=yes"), (17, "ProtectControlGroups=yes"),
@@ -60,7 +60,7 @@ struct UnitTextTests {
     func userUnit() throws {
         let l = try Self.lines(ServiceSpec(scope: .user, binary: Self.binary))
         for d in ["Environment=REMOLO_CONFIG_DIR=%E/remolo", "NoNewPrivileges=yes", "MemoryDenyWriteExecute=yes",
-                  "RestrictAddressFamilies=AF_INET AF_INET6", "RestrictRealtime=yes", "SystemCallArchitectures=native",
+                  "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX", "RestrictRealtime=yes", "SystemCallArchitectures=native",
                   "LockPersonality=yes", "UMask=0077", "Restart=on-failure", "WantedBy=default.target"] {
             #expect(l.contains(d), "missing `\(d)`")
         }

@@ -209,8 +209,10 @@ public enum ServiceFiles {
             "LockPersonality=yes",
             "# Swift and the C core never map memory writable and executable.",
             "MemoryDenyWriteExecute=yes",
-            "# TCP and UDP only; the journal gets stdout through a socket it already holds.",
-            "RestrictAddressFamilies=AF_INET AF_INET6",
+            "# TCP and UDP; AF_UNIX for the D-Bus system bus, through which avahi-daemon",
+            "# announces the receiver (DNS-SD). The journal gets stdout through a socket",
+            "# it already holds.",
+            "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX",
             "RestrictNamespaces=yes",
         ]
         if !rt { l.append("RestrictRealtime=yes") }
