@@ -34,6 +34,9 @@ void playout_config_seed(struct playout_config *cfg)
 	cfg->rise_window_us = 0;
 	cfg->slew_permille = 0;
 	cfg->catchup_permille = 0;
+	cfg->hist_samples = 0;
+	cfg->late_cost_us = 0;
+	cfg->hist_prior = 0;
 }
 
 void playout_config_default(struct playout_config *cfg)
@@ -102,6 +105,12 @@ const char *playout_config_problem(const struct playout_config *cfg)
 		return "slew_permille and catchup_permille must be at most 1000";
 	if (cfg->slew_permille && cfg->seg_end_at_slot)
 		return "slew_permille and seg_end_at_slot cannot both be set";
+	if (cfg->hist_samples > REMOLO_LATHIST_SAMPLES_MAX)
+		return "hist_samples must be at most 2097152";
+	if (cfg->hist_prior > 2 * cfg->hist_samples)
+		return "hist_prior must be at most 2 * hist_samples";
+	if (cfg->late_cost_us > REMOLO_LATE_COST_MAX_US)
+		return "late_cost_us must be at most 67108864";
 	if (cfg->rise_window_us > tmax || cfg->gap_reset_us > tmax || cfg->step_reset_us > tmax ||
 	    cfg->idle_us > tmax)
 		return "rise_window_us, gap_reset_us, step_reset_us and idle_us must be at most 60 s";

@@ -48,6 +48,16 @@ public struct PlayoutConfig: Sendable, Equatable {
     /// With `slewPermille`: how much faster (permille) a backlog behind a
     /// late packet plays until caught up (1000 = twice real time).
     public var catchupPermille: UInt32
+    /// 0: the delay's target is the window's quantile + margin (the design
+    /// note). Otherwise it is the least-cost delay over a long memory of
+    /// lateness (this many to twice as many packets).
+    public var histSamples: UInt32
+    /// With `histSamples`: what one late packet costs, in microseconds of
+    /// added latency on one packet.
+    public var lateCostUs: UInt32
+    /// With `histSamples`: the memory starts as if this many packets had
+    /// been on time.
+    public var histPrior: UInt32
 
     /// The policy the receiver runs.
     public static var `default`: PlayoutConfig {
@@ -72,6 +82,7 @@ public struct PlayoutConfig: Sendable, Equatable {
         lateMinUs = c.late_min_us; lateMaxUs = c.late_max_us; idleUs = c.idle_us
         segEndAtSlot = c.seg_end_at_slot; frameMaxUs = c.frame_max_us; riseWindowUs = c.rise_window_us
         slewPermille = c.slew_permille; catchupPermille = c.catchup_permille
+        histSamples = c.hist_samples; lateCostUs = c.late_cost_us; histPrior = c.hist_prior
     }
 
     var c: playout_config {
@@ -83,7 +94,8 @@ public struct PlayoutConfig: Sendable, Equatable {
                        late_min_us: lateMinUs, late_max_us: lateMaxUs, idle_us: idleUs,
                        seg_end_at_slot: segEndAtSlot, frame_max_us: frameMaxUs,
                        rise_window_us: riseWindowUs, slew_permille: slewPermille,
-                       catchup_permille: catchupPermille)
+                       catchup_permille: catchupPermille, hist_samples: histSamples,
+                       late_cost_us: lateCostUs, hist_prior: histPrior)
     }
 
     /// Whether the core accepts these values.

@@ -43,6 +43,17 @@
 #define REMOLO_SHRINK_PERMILLE   10u      /* 1% of the delay per packet */
 /* Latenesses are clamped to this before entering the window. */
 #define REMOLO_LATENESS_CAP_US   10000000u
+/* The long memory of lateness (hist_samples, lathist.c): 0.5 ms buckets
+ * up to 128 ms (the last one holds everything beyond: no delay up to the
+ * cap covers it), the delay recomputed every 16 packets (a memory of
+ * thousands of packets moves by under 1% in 16), at most 2^21 packets
+ * remembered and a late packet's cost at most 2^26 us (67 s), so the cost
+ * sums stay far inside 64 bits. */
+#define REMOLO_LATHIST_BUCKETS   256u
+#define REMOLO_LATHIST_BUCKET_US 500u
+#define REMOLO_LATHIST_RECALC    16u
+#define REMOLO_LATHIST_SAMPLES_MAX 2097152u  /* 2^21 */
+#define REMOLO_LATE_COST_MAX_US  67108864u /* 2^26 */
 
 /* ---- segments ----------------------------------------------------------- */
 #define REMOLO_SEG_MAX_US        50000u   /* a packet spreads over <= 50 ms */
@@ -117,6 +128,12 @@ _Static_assert((REMOLO_BTNQ_CAP & (REMOLO_BTNQ_CAP - 1)) == 0, "button ring: pow
 _Static_assert(REMOLO_DELAY_MIN_US <= REMOLO_DELAY_START_US &&
                REMOLO_DELAY_START_US <= REMOLO_DELAY_MAX_US, "start delay inside the clamp");
 _Static_assert(REMOLO_LATE_MIN_US <= REMOLO_LATE_MAX_US, "late replay range");
+_Static_assert((unsigned long long)REMOLO_LATHIST_BUCKETS * REMOLO_LATHIST_BUCKET_US < (1u << 17) &&
+               (1ull << 17) * 2 * REMOLO_LATHIST_SAMPLES_MAX +
+               (unsigned long long)REMOLO_LATE_COST_MAX_US * 2 * REMOLO_LATHIST_SAMPLES_MAX < (1ull << 63),
+               "lathist_best's cost sums fit 64 bits");
+_Static_assert(REMOLO_LATHIST_BUCKETS * REMOLO_LATHIST_BUCKET_US >= REMOLO_DELAY_MAX_US,
+               "the histogram reaches past the seed's delay cap");
 _Static_assert(REMOLO_DEFAULT_DELAY_MIN_US <= REMOLO_DEFAULT_DELAY_START_US &&
                REMOLO_DEFAULT_DELAY_START_US <= REMOLO_DELAY_MAX_US, "default start delay inside the clamp");
 _Static_assert(REMOLO_SLEW_PERMILLE <= 1000 && REMOLO_CATCHUP_PERMILLE <= 1000, "stretch rates are fractions");

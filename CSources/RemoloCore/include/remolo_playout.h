@@ -58,6 +58,18 @@
  *   (late, or queued behind late ones) plays up to this much faster than it
  *   happened (1000 = twice as fast) until the backlog is gone: a hold is
  *   caught up by speeding up, never by a jump.
+ * - hist_samples: 0 (the design note): the delay's target is the window's
+ *   quantile + margin. Otherwise it comes from a long memory of lateness
+ *   (the last hist_samples..2 * hist_samples packets, lathist.c): the delay
+ *   that minimises delay + late_cost_us * P(lateness > delay), or the
+ *   window's quantile if that is higher (quantile_permille 0: none), plus
+ *   the margin, clamped.
+ * - late_cost_us (with hist_samples): what one late packet costs, in
+ *   added latency on one packet: a late packet holds the cursor and is
+ *   caught up by a stretch.
+ * - hist_prior (with hist_samples): the memory starts as if this many
+ *   packets had been on time, so a session's first queue is weighed
+ *   against a quiet network rather than against nothing.
  */
 #define PLAYOUT_CONFIG_FIELDS(X) \
 	X(creep_ppm) \
@@ -79,7 +91,10 @@
 	X(frame_max_us) \
 	X(rise_window_us) \
 	X(slew_permille) \
-	X(catchup_permille)
+	X(catchup_permille) \
+	X(hist_samples) \
+	X(late_cost_us) \
+	X(hist_prior)
 
 struct playout_config {
 #define PLAYOUT_CONFIG_MEMBER(name) uint32_t name;
@@ -147,8 +162,29 @@ void offset_init(struct offset_est *c);
 int offset_update(struct offset_est *c, const struct playout_config *cfg,
 		 uint64_t rx_us, uint64_t tx_us, uint64_t *lateness_us);
 
+/* ---- long memory of lateness (lathist.c) -------------------------------- */
+struct lathist {
+	uint32_t count[REMOLO_LATHIST_BUCKETS]; /* packets per 0.5 ms of lateness */
+	uint64_t total;                         /* sum of count[] */
+	uint64_t added;                         /* samples ever added */
+};
+
+/* Empty, then prior packets of lateness 0. */
+void lathist_init(struct lathist *h, uint32_t prior);
+/* Counts one lateness; halves every bucket once 2 * hist_samples are held. */
+void lathist_add(struct lathist *h, const struct playout_config *cfg, uint64_t lateness_us);
+/* The bucket edge D in [one bucket, cap_us] minimising
+ * D + late_cost_us * P(lateness > D), the smallest on a tie; 0 when
+ * empty; one bucket when cap_us is below it. */
+uint32_t lathist_best(const struct lathist *h, const struct playout_config *cfg, uint32_t cap_us);
+/* The offset rose by by_us: every sample shifts down by as much (to the
+ * nearest bucket, floored at bucket 0). */
+void lathist_rebase(struct lathist *h, uint64_t by_us);
+
 /* ---- delay -------------------------------------------------------------- */
 struct delay_est {
+	struct lathist hist;                /* with hist_samples */
+	uint32_t hist_best_us;              /* its least-cost delay, as last computed */
 	uint32_t ring[REMOLO_WINDOW_MAX];   /* latenesses, arrival order */
 	uint32_t sorted[REMOLO_WINDOW_MAX]; /* the same values, ascending */
 	uint32_t count;
