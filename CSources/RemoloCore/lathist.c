@@ -57,23 +57,42 @@ void lathist_add(struct lathist *h, const struct playout_config *cfg, uint64_t l
 
 uint32_t lathist_best(const struct lathist *h, const struct playout_config *cfg, uint32_t cap_us)
 {
-	uint64_t late = 0, best_cost = UINT64_MAX;
-	uint32_t best = REMOLO_LATHIST_BUCKET_US;
+	/* tail[j]: the packets later than a delay of j buckets. */
+	uint32_t tail[REMOLO_LATHIST_BUCKETS];
+	uint32_t m = cfg->late_hold_us / REMOLO_LATHIST_BUCKET_US, best = REMOLO_LATHIST_BUCKET_US;
+	uint64_t run = 0, best_cost = UINT64_MAX;
 
 	if (h->total == 0)
 		return 0;
-	/* Candidates are bucket edges D = (i + 1) * width: the packets of
-	 * buckets above i are late. The last bucket is open-ended: no finite
-	 * delay is known to cover it. cost * total stays below 2^63:
-	 * total < 2 * hist_samples <= 2^22, D < 2^17, late_cost_us <= 2^26. */
-	for (uint32_t i = REMOLO_LATHIST_BUCKETS - 1; i-- > 0;) {
-		uint32_t d = (i + 1) * REMOLO_LATHIST_BUCKET_US;
+	if (m == 0)
+		m = 1;
+	if (m > REMOLO_LATHIST_BUCKETS)
+		m = REMOLO_LATHIST_BUCKETS;
+	tail[REMOLO_LATHIST_BUCKETS - 1] = h->count[REMOLO_LATHIST_BUCKETS - 1];
+	for (uint32_t j = REMOLO_LATHIST_BUCKETS - 1; j-- > 0;)
+		tail[j] = tail[j + 1] + h->count[j];
+	/*
+	 * A packet late by e holds the cursor for e, at most late_hold_us: a
+	 * longer hold is the following packets' (they queue behind it and are
+	 * late too). The expected hold beyond a delay D is the integral of
+	 * P(lateness > x) over [D, D + hold]: the sum of m tails. Candidates
+	 * are bucket edges D = j * width, j >= 1; the last bucket is
+	 * open-ended (its packets stay late beyond it). Compared times m:
+	 * D * total * m < 2^17 * 2^22 * 2^8, late_cost_us * sum < 2^26 * 2^22
+	 * * 2^8: far inside 64 bits.
+	 */
+	for (uint32_t k = 0; k < m; k++)
+		run += tail[REMOLO_LATHIST_BUCKETS - 1];
+	for (uint32_t j = REMOLO_LATHIST_BUCKETS - 1; j >= 1; j--) {
+		uint32_t d = j * REMOLO_LATHIST_BUCKET_US;
+		uint32_t leaving = j + m < REMOLO_LATHIST_BUCKETS ? tail[j + m] : tail[REMOLO_LATHIST_BUCKETS - 1];
 		uint64_t cost;
 
-		late += h->count[i + 1];
+		/* run = tail[j] + ... + tail[j + m - 1], past the end the last. */
+		run = run - leaving + tail[j];
 		if (d > cap_us)
 			continue;
-		cost = (uint64_t)d * h->total + (uint64_t)cfg->late_cost_us * late;
+		cost = (uint64_t)d * h->total * m + (uint64_t)cfg->late_cost_us * run;
 		/* Ties go to the smaller delay (scanned last). */
 		if (cost <= best_cost) {
 			best_cost = cost;

@@ -58,6 +58,13 @@ public struct PlayoutConfig: Sendable, Equatable {
     /// With `histSamples`: the memory starts as if this many packets had
     /// been on time.
     public var histPrior: UInt32
+    /// With `histSamples`: 0, a late packet costs `lateCostUs` in full;
+    /// otherwise in proportion to how late, up to this hold.
+    public var lateHoldUs: UInt32
+    /// With `slewPermille`: 0, the schedule keeps its place across offset
+    /// changes up to `stepResetUs`; otherwise a larger change than this is a
+    /// clock step and the delay applies at once.
+    public var keepMaxUs: UInt32
 
     /// The policy the receiver runs.
     public static var `default`: PlayoutConfig {
@@ -82,7 +89,7 @@ public struct PlayoutConfig: Sendable, Equatable {
         lateMinUs = c.late_min_us; lateMaxUs = c.late_max_us; idleUs = c.idle_us
         segEndAtSlot = c.seg_end_at_slot; frameMaxUs = c.frame_max_us; riseWindowUs = c.rise_window_us
         slewPermille = c.slew_permille; catchupPermille = c.catchup_permille
-        histSamples = c.hist_samples; lateCostUs = c.late_cost_us; histPrior = c.hist_prior
+        histSamples = c.hist_samples; lateCostUs = c.late_cost_us; histPrior = c.hist_prior; lateHoldUs = c.late_hold_us; keepMaxUs = c.keep_max_us
     }
 
     var c: playout_config {
@@ -95,7 +102,8 @@ public struct PlayoutConfig: Sendable, Equatable {
                        seg_end_at_slot: segEndAtSlot, frame_max_us: frameMaxUs,
                        rise_window_us: riseWindowUs, slew_permille: slewPermille,
                        catchup_permille: catchupPermille, hist_samples: histSamples,
-                       late_cost_us: lateCostUs, hist_prior: histPrior)
+                       late_cost_us: lateCostUs, hist_prior: histPrior,
+                       late_hold_us: lateHoldUs, keep_max_us: keepMaxUs)
     }
 
     /// Whether the core accepts these values.

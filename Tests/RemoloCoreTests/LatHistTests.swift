@@ -27,6 +27,7 @@ import RemoloTestSupport
         let cost: UInt32
         let cap: UInt32
         let best: UInt32
+        var hold: UInt32 = 0
         var testDescription: String { "\(id): \(name)" }
     }
 
@@ -58,11 +59,22 @@ import RemoloTestSupport
                  samples: [(0, 50), (10_000, 50)], cost: 20_000, cap: 60_000, best: 500),
         BestCase(id: 10, name: "lateness inside a bucket: covered by its upper edge",
                  samples: [(0, 50), (10_499, 50)], cost: 1_000_000, cap: 60_000, best: 10_500),
+        BestCase(id: 11, name: "10% 1 ms late, 20 ms each in full: covered",
+                 // 0.5 ms: 50_000 + 200_000 > 1.5 ms: 150_000.
+                 samples: [(0, 90), (1_000, 10)], cost: 20_000, cap: 60_000, best: 1_500),
+        BestCase(id: 12, name: "the same, a late packet costing its hold out of 8 ms: not covered",
+                 // Times 16 buckets: 0.5 ms: 800_000 + 20_000 * (10 + 10) < 1.5 ms: 2_400_000.
+                 samples: [(0, 90), (1_000, 10)], cost: 20_000, cap: 60_000, best: 500, hold: 8_000),
+        BestCase(id: 13, name: "a hold of 8 ms: 20% 30 ms late at 1 s each, covered as in full",
+                 samples: [(0, 80), (30_000, 20)], cost: 1_000_000, cap: 60_000, best: 30_500, hold: 8_000),
+        BestCase(id: 14, name: "a hold of 8 ms: the open last bucket stays late past its edge",
+                 samples: [(0, 50), (200_000, 50)], cost: 60_000_000, cap: 200_000, best: 500, hold: 8_000),
     ]
 
     @Test(arguments: bestCases)
     func best(_ c: BestCase) {
         var cfg = Self.config(cost: c.cost)
+        cfg.late_hold_us = c.hold
         var h = lathist()
         lathist_init(&h, 0)
         for (l, n) in c.samples { for _ in 0..<n { lathist_add(&h, &cfg, l) } }

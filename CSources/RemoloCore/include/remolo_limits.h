@@ -108,6 +108,13 @@
  * the design note's 6 ms floor and 12 ms start: the default starts at its
  * floor of 2 ms, with a 2 ms margin over the 95th percentile (S1: p95 added
  * latency 16.5 -> 12.9 ms). */
+/* An offset change beyond 128 ms is a step of the sender's clock, not a
+ * faster or slower route: NTP steps a clock only past 128 ms and slews it
+ * below. The schedule is re-anchored at once and any backlog caught up by
+ * the stretch; keeping its place instead held every packet as much longer
+ * while the 10% slew worked it off, for ten times the step (S7 seed 9: p95
+ * added latency 197 -> 12.8 ms). */
+#define REMOLO_KEEP_MAX_US       128000u
 #define REMOLO_DEFAULT_DELAY_MIN_US     2000u
 #define REMOLO_DEFAULT_DELAY_START_US   2000u
 #define REMOLO_DEFAULT_DELAY_MARGIN_US  2000u
@@ -136,6 +143,7 @@ _Static_assert(REMOLO_LATHIST_BUCKETS * REMOLO_LATHIST_BUCKET_US >= REMOLO_DELAY
                "the histogram reaches past the seed's delay cap");
 _Static_assert(REMOLO_DEFAULT_DELAY_MIN_US <= REMOLO_DEFAULT_DELAY_START_US &&
                REMOLO_DEFAULT_DELAY_START_US <= REMOLO_DELAY_MAX_US, "default start delay inside the clamp");
+_Static_assert(REMOLO_KEEP_MAX_US < REMOLO_STEP_RESET_US, "a clock step re-anchors before it rebases");
 _Static_assert(REMOLO_SLEW_PERMILLE <= 1000 && REMOLO_CATCHUP_PERMILLE <= 1000, "stretch rates are fractions");
 _Static_assert((REMOLO_RX_BUFS & (REMOLO_RX_BUFS - 1)) == 0, "buffer ring: power of two");
 _Static_assert(REMOLO_RX_BUFS <= 32768, "buffer ring entries: kernel limit 32768");

@@ -70,6 +70,18 @@
  * - hist_prior (with hist_samples): the memory starts as if this many
  *   packets had been on time, so a session's first queue is weighed
  *   against a quiet network rather than against nothing.
+ * - late_hold_us (with hist_samples): 0: every late packet costs
+ *   late_cost_us in full. Otherwise a packet late by e costs
+ *   late_cost_us * min(e, late_hold_us) / late_hold_us: it holds the
+ *   cursor for e, and a longer hold is charged to the packets queued
+ *   behind it (late as well), so a packet a fraction of a frame late
+ *   costs a fraction.
+ * - keep_max_us (with slew_permille): 0: the schedule keeps its place
+ *   across any offset change up to step_reset_us. Otherwise an offset
+ *   change larger than this is taken for a step of the sender's clock: the
+ *   delay applies at once (a backlog is caught up by the stretch) instead
+ *   of holding every packet that much longer, or leaving them that late,
+ *   while the slew works it off.
  */
 #define PLAYOUT_CONFIG_FIELDS(X) \
 	X(creep_ppm) \
@@ -94,7 +106,9 @@
 	X(catchup_permille) \
 	X(hist_samples) \
 	X(late_cost_us) \
-	X(hist_prior)
+	X(hist_prior) \
+	X(late_hold_us) \
+	X(keep_max_us)
 
 struct playout_config {
 #define PLAYOUT_CONFIG_MEMBER(name) uint32_t name;
@@ -174,8 +188,9 @@ void lathist_init(struct lathist *h, uint32_t prior);
 /* Counts one lateness; halves every bucket once 2 * hist_samples are held. */
 void lathist_add(struct lathist *h, const struct playout_config *cfg, uint64_t lateness_us);
 /* The bucket edge D in [one bucket, cap_us] minimising
- * D + late_cost_us * P(lateness > D), the smallest on a tie; 0 when
- * empty; one bucket when cap_us is below it. */
+ * D + late_cost_us * E[min(lateness - D, hold)+] / hold (hold =
+ * late_hold_us; 0: P(lateness > D)), the smallest on a tie; 0 when empty;
+ * one bucket when cap_us is below it. */
 uint32_t lathist_best(const struct lathist *h, const struct playout_config *cfg, uint32_t cap_us);
 /* The offset rose by by_us: every sample shifts down by as much (to the
  * nearest bucket, floored at bucket 0). */
