@@ -8,6 +8,9 @@
  * leaves) and sorted (so the quantile is one load). Each packet costs two
  * binary searches and two memmove()s of at most 1 KiB; nothing is sorted
  * per packet.
+ *
+ * With hist_samples the target comes from a long memory of lateness as
+ * well (lathist.c), recomputed every REMOLO_LATHIST_RECALC packets.
  */
 #include <string.h>
 
@@ -23,6 +26,8 @@ void delay_init(struct delay_est *d, const struct playout_config *cfg)
 	d->head = 0;
 	d->delay_us = cfg->delay_start_us;
 	d->target_us = cfg->delay_start_us;
+	lathist_init(&d->hist, cfg->hist_samples ? cfg->hist_prior : 0);
+	d->hist_best_us = 0;
 }
 
 /* First index whose value is >= v. */
@@ -72,10 +77,31 @@ uint32_t delay_quantile(const struct delay_est *d, const struct playout_config *
 	return d->sorted[rank - 1];
 }
 
-/* The quantile plus the margin, clamped to [min, max]. */
+/* The long memory's least-cost delay, leaving room for the margin. */
+static uint32_t hist_best(const struct delay_est *d, const struct playout_config *cfg)
+{
+	uint32_t cap = cfg->delay_max_us > cfg->delay_margin_us ? cfg->delay_max_us - cfg->delay_margin_us : 0;
+
+	return lathist_best(&d->hist, cfg, cap);
+}
+
+/* The quantile plus the margin, clamped to [min, max]. With hist_samples,
+ * the long memory's least-cost delay, or the window's quantile when that
+ * is higher: the memory weighs a network that has just turned bad against
+ * everything it remembers, the window sees it within its length. */
 static uint32_t target_of(const struct delay_est *d, const struct playout_config *cfg)
 {
-	uint64_t target = (uint64_t)delay_quantile(d, cfg) + cfg->delay_margin_us;
+	uint64_t base;
+	uint64_t target;
+
+	if (cfg->hist_samples) {
+		base = d->hist_best_us;
+		if (cfg->quantile_permille && delay_quantile(d, cfg) > base)
+			base = delay_quantile(d, cfg);
+	} else {
+		base = delay_quantile(d, cfg);
+	}
+	target = base + cfg->delay_margin_us;
 
 	if (target < cfg->delay_min_us)
 		target = cfg->delay_min_us;
@@ -95,6 +121,12 @@ uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uin
 	d->head++;
 	sorted_insert(d, v);
 
+	if (cfg->hist_samples) {
+		lathist_add(&d->hist, cfg, v);
+		/* The memory moves slowly: a pass over it every few packets. */
+		if (d->hist.added % REMOLO_LATHIST_RECALC == 1)
+			d->hist_best_us = hist_best(d, cfg);
+	}
 	d->target_us = target_of(d, cfg);
 
 	if (d->target_us >= d->delay_us) {
@@ -116,6 +148,10 @@ void delay_rebase(struct delay_est *d, const struct playout_config *cfg, uint64_
 	for (uint32_t i = 0; i < REMOLO_WINDOW_MAX; i++) {
 		d->ring[i] = d->ring[i] > by_us ? d->ring[i] - (uint32_t)by_us : 0;
 		d->sorted[i] = d->sorted[i] > by_us ? d->sorted[i] - (uint32_t)by_us : 0;
+	}
+	if (cfg->hist_samples) {
+		lathist_rebase(&d->hist, by_us);
+		d->hist_best_us = hist_best(d, cfg);
 	}
 	d->target_us = target_of(d, cfg);
 	if (d->delay_us > d->target_us)

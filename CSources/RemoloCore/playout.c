@@ -34,6 +34,11 @@ void playout_config_seed(struct playout_config *cfg)
 	cfg->rise_window_us = 0;
 	cfg->slew_permille = 0;
 	cfg->catchup_permille = 0;
+	cfg->hist_samples = 0;
+	cfg->late_cost_us = 0;
+	cfg->hist_prior = 0;
+	cfg->late_hold_us = 0;
+	cfg->keep_max_us = 0;
 }
 
 void playout_config_default(struct playout_config *cfg)
@@ -46,6 +51,7 @@ void playout_config_default(struct playout_config *cfg)
 	cfg->delay_min_us = REMOLO_DEFAULT_DELAY_MIN_US;
 	cfg->delay_start_us = REMOLO_DEFAULT_DELAY_START_US;
 	cfg->delay_margin_us = REMOLO_DEFAULT_DELAY_MARGIN_US;
+	cfg->keep_max_us = REMOLO_KEEP_MAX_US;
 }
 
 int playout_config_set(struct playout_config *cfg, const char *name, int64_t value)
@@ -102,6 +108,16 @@ const char *playout_config_problem(const struct playout_config *cfg)
 		return "slew_permille and catchup_permille must be at most 1000";
 	if (cfg->slew_permille && cfg->seg_end_at_slot)
 		return "slew_permille and seg_end_at_slot cannot both be set";
+	if (cfg->hist_samples > REMOLO_LATHIST_SAMPLES_MAX)
+		return "hist_samples must be at most 2097152";
+	if (cfg->hist_prior > 2 * cfg->hist_samples)
+		return "hist_prior must be at most 2 * hist_samples";
+	if (cfg->late_hold_us > REMOLO_LATHIST_BUCKETS * REMOLO_LATHIST_BUCKET_US)
+		return "late_hold_us must be at most 128 ms";
+	if (cfg->late_cost_us > REMOLO_LATE_COST_MAX_US)
+		return "late_cost_us must be at most 67108864";
+	if (cfg->keep_max_us > tmax)
+		return "keep_max_us must be at most 60 s";
 	if (cfg->rise_window_us > tmax || cfg->gap_reset_us > tmax || cfg->step_reset_us > tmax ||
 	    cfg->idle_us > tmax)
 		return "rise_window_us, gap_reset_us, step_reset_us and idle_us must be at most 60 s";
@@ -337,11 +353,13 @@ static uint64_t applied_delay(struct playout *p, uint64_t rx_us, uint64_t tx_us,
 	 * change in unsigned space; anything beyond step_reset_us re-anchors. */
 	int64_t moved = (int64_t)((uint64_t)p->clock.offset_us - (uint64_t)offset_before);
 	int64_t bound_us = (int64_t)cfg->step_reset_us;
+	int64_t keep_us = cfg->keep_max_us && cfg->keep_max_us < cfg->step_reset_us ? (int64_t)cfg->keep_max_us
+										: bound_us;
 	int64_t a = p->applied_us;
 	bool playing = p->prev_move && diff(p->move_end_us, rx_us) > 0;
 
 	if (!p->have_applied || !playing || ev == OFFSET_EVENT_RESET || ev == OFFSET_EVENT_STEP ||
-	    moved > bound_us || moved < -bound_us) {
+	    moved > keep_us || moved < -keep_us) {
 		a = delay;
 	} else {
 		int64_t dt = p->have_prev ? diff(tx_us, p->prev_tx_us) : 0;

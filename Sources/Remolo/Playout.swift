@@ -48,6 +48,23 @@ public struct PlayoutConfig: Sendable, Equatable {
     /// With `slewPermille`: how much faster (permille) a backlog behind a
     /// late packet plays until caught up (1000 = twice real time).
     public var catchupPermille: UInt32
+    /// 0: the delay's target is the window's quantile + margin (the design
+    /// note). Otherwise it is the least-cost delay over a long memory of
+    /// lateness (this many to twice as many packets).
+    public var histSamples: UInt32
+    /// With `histSamples`: what one late packet costs, in microseconds of
+    /// added latency on one packet.
+    public var lateCostUs: UInt32
+    /// With `histSamples`: the memory starts as if this many packets had
+    /// been on time.
+    public var histPrior: UInt32
+    /// With `histSamples`: 0, a late packet costs `lateCostUs` in full;
+    /// otherwise in proportion to how late, up to this hold.
+    public var lateHoldUs: UInt32
+    /// With `slewPermille`: 0, the schedule keeps its place across offset
+    /// changes up to `stepResetUs`; otherwise a larger change than this is a
+    /// clock step and the delay applies at once.
+    public var keepMaxUs: UInt32
 
     /// The policy the receiver runs.
     public static var `default`: PlayoutConfig {
@@ -72,6 +89,7 @@ public struct PlayoutConfig: Sendable, Equatable {
         lateMinUs = c.late_min_us; lateMaxUs = c.late_max_us; idleUs = c.idle_us
         segEndAtSlot = c.seg_end_at_slot; frameMaxUs = c.frame_max_us; riseWindowUs = c.rise_window_us
         slewPermille = c.slew_permille; catchupPermille = c.catchup_permille
+        histSamples = c.hist_samples; lateCostUs = c.late_cost_us; histPrior = c.hist_prior; lateHoldUs = c.late_hold_us; keepMaxUs = c.keep_max_us
     }
 
     var c: playout_config {
@@ -83,7 +101,9 @@ public struct PlayoutConfig: Sendable, Equatable {
                        late_min_us: lateMinUs, late_max_us: lateMaxUs, idle_us: idleUs,
                        seg_end_at_slot: segEndAtSlot, frame_max_us: frameMaxUs,
                        rise_window_us: riseWindowUs, slew_permille: slewPermille,
-                       catchup_permille: catchupPermille)
+                       catchup_permille: catchupPermille, hist_samples: histSamples,
+                       late_cost_us: lateCostUs, hist_prior: histPrior,
+                       late_hold_us: lateHoldUs, keep_max_us: keepMaxUs)
     }
 
     /// Whether the core accepts these values.

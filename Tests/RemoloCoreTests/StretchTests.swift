@@ -94,3 +94,66 @@ import Testing
         #expect(String(cString: playout_config_problem(&c)!) == "slew_permille and catchup_permille must be at most 1000")
     }
 }
+
+/// A step of the sender's clock (keep_max_us) in virtual time: 120 Hz,
+/// 10 px a packet, 2 ms transit throughout, the sender's timestamps jump by
+/// `step` from packet 300 on. How far behind its arrival a packet's motion
+/// is shown (`lag`), over a range of packets after the step.
+@Suite struct ClockStepTests {
+    struct Case: CustomTestStringConvertible, Sendable {
+        let id: Int
+        let name: String
+        let step: Int64
+        let keepMax: UInt32
+        let packets: Range<Int>
+        let lag: ClosedRange<UInt64>     // every packet's, in us
+        var testDescription: String { "\(id): \(name)" }
+    }
+
+    static let frame: UInt64 = 8_333
+    static let base: UInt64 = 1_000_000
+
+    static let cases: [Case] = [
+        Case(id: 1, name: "forward 200 ms, re-anchored: caught up within half a second",
+             step: 200_000, keepMax: 128_000, packets: 360..<600, lag: 0...30_000),
+        Case(id: 2, name: "forward 200 ms, place kept (keep_max_us 0): held while the slew works it off",
+             step: 200_000, keepMax: 0, packets: 310..<400, lag: 100_000...250_000),
+        Case(id: 3, name: "forward 100 ms, below keep_max_us: kept, slewed",
+             step: 100_000, keepMax: 128_000, packets: 305..<330, lag: 60_000...150_000),
+        Case(id: 4, name: "back 200 ms, re-anchored once the offset rises",
+             step: -200_000, keepMax: 128_000, packets: 500..<700, lag: 0...30_000),
+    ]
+
+    @Test(arguments: cases)
+    func table(_ c: Case) {
+        var cfg = seedConfig()
+        playout_config_default(&cfg)
+        cfg.keep_max_us = c.keepMax
+        #expect(playout_config_check(&cfg) == 0)
+        let p = CorePlayout(cfg)
+        let count = 800
+        var shownAt = [UInt64](repeating: 0, count: count)
+        var next = 0, shown: Int64 = 0
+        var t = Self.base
+        while next < count || t < Self.base + UInt64(count) * Self.frame + 2_000_000 {
+            while next < count && Self.base + UInt64(next) * Self.frame + 2_000 <= t {
+                let tx = UInt64(Int64(5_000_000 + UInt64(next) * Self.frame) + (next >= 300 ? c.step : 0))
+                p.push(rx: Self.base + UInt64(next) * Self.frame + 2_000, tx: tx, a: 10 * 256, b: 0)
+                next += 1
+            }
+            shown += Int64(p.tick(t).dx)
+            // Packet k's motion is out once 10 (k + 1) px are, less a pixel of rounding.
+            var k = Int((shown + 1) / 10) - 1
+            while k >= 0 && k < count && shownAt[k] == 0 { shownAt[k] = t; k -= 1 }
+            t += tickUs
+        }
+        #expect(shown + Int64(p.p.pointee.acc.0) / 256 == Int64(count) * 10, "case \(c.id): conservation")
+        for k in c.packets {
+            let lag = shownAt[k] - (Self.base + UInt64(k) * Self.frame + 2_000)
+            if !c.lag.contains(lag) {
+                Issue.record("case \(c.id): packet \(k) shown \(lag) us after its arrival, want \(c.lag)")
+                return
+            }
+        }
+    }
+}

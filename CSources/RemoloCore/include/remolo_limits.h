@@ -43,6 +43,17 @@
 #define REMOLO_SHRINK_PERMILLE   10u      /* 1% of the delay per packet */
 /* Latenesses are clamped to this before entering the window. */
 #define REMOLO_LATENESS_CAP_US   10000000u
+/* The long memory of lateness (hist_samples, lathist.c): 0.5 ms buckets
+ * up to 128 ms (the last one holds everything beyond: no delay up to the
+ * cap covers it), the delay recomputed every 16 packets (a memory of
+ * thousands of packets moves by under 1% in 16), at most 2^21 packets
+ * remembered and a late packet's cost at most 2^26 us (67 s), so the cost
+ * sums stay far inside 64 bits. */
+#define REMOLO_LATHIST_BUCKETS   256u
+#define REMOLO_LATHIST_BUCKET_US 500u
+#define REMOLO_LATHIST_RECALC    16u
+#define REMOLO_LATHIST_SAMPLES_MAX 2097152u  /* 2^21 */
+#define REMOLO_LATE_COST_MAX_US  67108864u /* 2^26 */
 
 /* ---- segments ----------------------------------------------------------- */
 #define REMOLO_SEG_MAX_US        50000u   /* a packet spreads over <= 50 ms */
@@ -97,6 +108,13 @@
  * the design note's 6 ms floor and 12 ms start: the default starts at its
  * floor of 2 ms, with a 2 ms margin over the 95th percentile (S1: p95 added
  * latency 16.5 -> 12.9 ms). */
+/* An offset change beyond 128 ms is a step of the sender's clock, not a
+ * faster or slower route: NTP steps a clock only past 128 ms and slews it
+ * below. The schedule is re-anchored at once and any backlog caught up by
+ * the stretch; keeping its place instead held every packet as much longer
+ * while the 10% slew worked it off, for ten times the step (S7 seed 9: p95
+ * added latency 197 -> 12.8 ms). */
+#define REMOLO_KEEP_MAX_US       128000u
 #define REMOLO_DEFAULT_DELAY_MIN_US     2000u
 #define REMOLO_DEFAULT_DELAY_START_US   2000u
 #define REMOLO_DEFAULT_DELAY_MARGIN_US  2000u
@@ -117,8 +135,15 @@ _Static_assert((REMOLO_BTNQ_CAP & (REMOLO_BTNQ_CAP - 1)) == 0, "button ring: pow
 _Static_assert(REMOLO_DELAY_MIN_US <= REMOLO_DELAY_START_US &&
                REMOLO_DELAY_START_US <= REMOLO_DELAY_MAX_US, "start delay inside the clamp");
 _Static_assert(REMOLO_LATE_MIN_US <= REMOLO_LATE_MAX_US, "late replay range");
+_Static_assert((unsigned long long)REMOLO_LATHIST_BUCKETS * REMOLO_LATHIST_BUCKET_US < (1u << 17) &&
+               (1ull << 17) * 2 * REMOLO_LATHIST_SAMPLES_MAX +
+               (unsigned long long)REMOLO_LATE_COST_MAX_US * 2 * REMOLO_LATHIST_SAMPLES_MAX < (1ull << 63),
+               "lathist_best's cost sums fit 64 bits");
+_Static_assert(REMOLO_LATHIST_BUCKETS * REMOLO_LATHIST_BUCKET_US >= REMOLO_DELAY_MAX_US,
+               "the histogram reaches past the seed's delay cap");
 _Static_assert(REMOLO_DEFAULT_DELAY_MIN_US <= REMOLO_DEFAULT_DELAY_START_US &&
                REMOLO_DEFAULT_DELAY_START_US <= REMOLO_DELAY_MAX_US, "default start delay inside the clamp");
+_Static_assert(REMOLO_KEEP_MAX_US < REMOLO_STEP_RESET_US, "a clock step re-anchors before it rebases");
 _Static_assert(REMOLO_SLEW_PERMILLE <= 1000 && REMOLO_CATCHUP_PERMILLE <= 1000, "stretch rates are fractions");
 _Static_assert((REMOLO_RX_BUFS & (REMOLO_RX_BUFS - 1)) == 0, "buffer ring: power of two");
 _Static_assert(REMOLO_RX_BUFS <= 32768, "buffer ring entries: kernel limit 32768");

@@ -58,6 +58,30 @@
  *   (late, or queued behind late ones) plays up to this much faster than it
  *   happened (1000 = twice as fast) until the backlog is gone: a hold is
  *   caught up by speeding up, never by a jump.
+ * - hist_samples: 0 (the design note): the delay's target is the window's
+ *   quantile + margin. Otherwise it comes from a long memory of lateness
+ *   (the last hist_samples..2 * hist_samples packets, lathist.c): the delay
+ *   that minimises delay + late_cost_us * P(lateness > delay), or the
+ *   window's quantile if that is higher (quantile_permille 0: none), plus
+ *   the margin, clamped.
+ * - late_cost_us (with hist_samples): what one late packet costs, in
+ *   added latency on one packet: a late packet holds the cursor and is
+ *   caught up by a stretch.
+ * - hist_prior (with hist_samples): the memory starts as if this many
+ *   packets had been on time, so a session's first queue is weighed
+ *   against a quiet network rather than against nothing.
+ * - late_hold_us (with hist_samples): 0: every late packet costs
+ *   late_cost_us in full. Otherwise a packet late by e costs
+ *   late_cost_us * min(e, late_hold_us) / late_hold_us: it holds the
+ *   cursor for e, and a longer hold is charged to the packets queued
+ *   behind it (late as well), so a packet a fraction of a frame late
+ *   costs a fraction.
+ * - keep_max_us (with slew_permille): 0: the schedule keeps its place
+ *   across any offset change up to step_reset_us. Otherwise an offset
+ *   change larger than this is taken for a step of the sender's clock: the
+ *   delay applies at once (a backlog is caught up by the stretch) instead
+ *   of holding every packet that much longer, or leaving them that late,
+ *   while the slew works it off.
  */
 #define PLAYOUT_CONFIG_FIELDS(X) \
 	X(creep_ppm) \
@@ -79,7 +103,12 @@
 	X(frame_max_us) \
 	X(rise_window_us) \
 	X(slew_permille) \
-	X(catchup_permille)
+	X(catchup_permille) \
+	X(hist_samples) \
+	X(late_cost_us) \
+	X(hist_prior) \
+	X(late_hold_us) \
+	X(keep_max_us)
 
 struct playout_config {
 #define PLAYOUT_CONFIG_MEMBER(name) uint32_t name;
@@ -147,8 +176,30 @@ void offset_init(struct offset_est *c);
 int offset_update(struct offset_est *c, const struct playout_config *cfg,
 		 uint64_t rx_us, uint64_t tx_us, uint64_t *lateness_us);
 
+/* ---- long memory of lateness (lathist.c) -------------------------------- */
+struct lathist {
+	uint32_t count[REMOLO_LATHIST_BUCKETS]; /* packets per 0.5 ms of lateness */
+	uint64_t total;                         /* sum of count[] */
+	uint64_t added;                         /* samples ever added */
+};
+
+/* Empty, then prior packets of lateness 0. */
+void lathist_init(struct lathist *h, uint32_t prior);
+/* Counts one lateness; halves every bucket once 2 * hist_samples are held. */
+void lathist_add(struct lathist *h, const struct playout_config *cfg, uint64_t lateness_us);
+/* The bucket edge D in [one bucket, cap_us] minimising
+ * D + late_cost_us * E[min(lateness - D, hold)+] / hold (hold =
+ * late_hold_us; 0: P(lateness > D)), the smallest on a tie; 0 when empty;
+ * one bucket when cap_us is below it. */
+uint32_t lathist_best(const struct lathist *h, const struct playout_config *cfg, uint32_t cap_us);
+/* The offset rose by by_us: every sample shifts down by as much (to the
+ * nearest bucket, floored at bucket 0). */
+void lathist_rebase(struct lathist *h, uint64_t by_us);
+
 /* ---- delay -------------------------------------------------------------- */
 struct delay_est {
+	struct lathist hist;                /* with hist_samples */
+	uint32_t hist_best_us;              /* its least-cost delay, as last computed */
 	uint32_t ring[REMOLO_WINDOW_MAX];   /* latenesses, arrival order */
 	uint32_t sorted[REMOLO_WINDOW_MAX]; /* the same values, ascending */
 	uint32_t count;
