@@ -94,13 +94,9 @@ static uint32_t target_of(const struct delay_est *d, const struct playout_config
 	uint64_t base;
 	uint64_t target;
 
-	if (cfg->hist_samples) {
+	base = delay_quantile(d, cfg);
+	if (cfg->hist_samples && (!cfg->quantile_permille || d->hist_best_us > base))
 		base = d->hist_best_us;
-		if (cfg->quantile_permille && delay_quantile(d, cfg) > base)
-			base = delay_quantile(d, cfg);
-	} else {
-		base = delay_quantile(d, cfg);
-	}
 	target = base + cfg->delay_margin_us;
 
 	if (target < cfg->delay_min_us)
