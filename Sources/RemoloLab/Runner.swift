@@ -284,6 +284,7 @@ public struct LabCase: Sendable {
         out.reserveCapacity(vsync.count)
         var lo = 0, hi = 0
         var lastLo = -1, lastHi = -1, lastShift = global
+        var shift = Double.nan, prevT = 0.0
         for t in vsync {
             // Packets emitted within w of the frame's own (unshifted) time
             // minus the run's latency: the ones shown around it.
@@ -294,10 +295,31 @@ public struct LabCase: Sendable {
                 lastShift = hi > lo ? clock.dminUs + ScoreAccumulator.median(Array(l[lo..<hi])) : global
                 lastLo = lo; lastHi = hi
             }
-            out.append(ideal.at(t - lastShift))
+            // While the path moves, the shift follows that median no faster
+            // than the oracle's stretch (field notes: rate 0.1). A median
+            // steps where the window's majority flips, which can be the
+            // middle of a stroke, and a stepping shift made the ideal path
+            // jump by the step times its speed though the cursor only sped
+            // up or slowed down (a delay that grew at a session's start
+            // was charged one 44 px jump on S2). A cursor that does jump
+            // meets a shift that ramps, and is charged for it. Where the
+            // path is still between the two shifts (a pause), the step
+            // shows nothing and is taken at once.
+            if shift.isNaN || ideal.at(t - lastShift) == ideal.at(t - shift) {
+                shift = lastShift
+            } else {
+                let room = Self.shiftRate * (t - prevT)
+                shift += min(max(lastShift - shift, -room), room)
+            }
+            prevT = t
+            out.append(ideal.at(t - shift))
         }
         return out
     }
+
+    /// How fast the ideal path's shift may follow the local latency:
+    /// 0.1 s a second, the field notes' oracle's stretch limit.
+    public static let shiftRate = 0.1
 
     /// Scores one run of a policy into `acc`.
     public func score(_ run: PolicyRun, into acc: inout ScoreAccumulator) {

@@ -104,3 +104,74 @@ func latencyQuantiles(_ c: LatencyCase) {
     #expect(acc.scores.latePct == 25, "case \(c.id)")
     #expect(acc.scores.lostPct == 20, "case \(c.id)")
 }
+
+/// The ideal path's shift follows the policy's local latency no faster than
+/// 0.1 s a second (LabCase.shiftRate). Hand-made runs over one trace: 120 Hz,
+/// 2 px a frame for 2 s, a pause, 2 px a frame for 2 s, a perfect network.
+/// The cursor is the ideal path itself, shown L(t) later.
+struct ShiftCase: Sendable, CustomTestStringConvertible {
+    let id: Int
+    let what: String
+    let pauseUs: Double
+    /// The receiver time (from the trace's start) at which L goes from 10 to
+    /// 40 ms, at once.
+    let stepAtUs: Double
+    let jitterBelow: Double
+    let jitterAbove: Double
+    /// The latency of the first stroke's last packet (a held datagram),
+    /// 0: like the others.
+    var lastHeldUs: Double = 0
+    var testDescription: String { "\(id). \(what)" }
+}
+
+let shiftCases: [ShiftCase] = [
+    // 1. The delay grows while the finger is still: nothing on screen
+    //    moves. A median over +-0.5 s flips from 10 to 40 ms where the
+    //    window's majority does, here in the pause, where the path is
+    //    still: the shift steps at once, nothing is charged.
+    ShiftCase(id: 1, what: "delay steps in a pause", pauseUs: 300_000, stepAtUs: 2_150_000,
+              jitterBelow: 0.001, jitterAbove: -1),
+    // 2. The delay steps mid-stroke: the cursor freezes for 30 ms, which
+    //    is jitter whatever the shift does.
+    ShiftCase(id: 2, what: "delay steps while moving", pauseUs: 300_000, stepAtUs: 3_300_000,
+              jitterBelow: 1, jitterAbove: 0.1),
+    // 3. R1 at 347.0 s: a stroke's last datagram was held 0.56 s; once the
+    //    window around a still frame holds it alone, the median is 0.56 s
+    //    and the shift jumped for one frame into the middle of the stroke
+    //    (34 px there and back: 9% of the default's J^2 on R1; here 0.6 s).
+    //    Ramped, the path it shows is still.
+    ShiftCase(id: 3, what: "one held datagram alone in the window", pauseUs: 1_500_000, stepAtUs: 1e12,
+              jitterBelow: 0.001, jitterAbove: -1, lastHeldUs: 600_000),
+]
+
+@Test(arguments: shiftCases)
+func shiftFollowsLatencySmoothly(_ c: ShiftCase) {
+    let frame = 1e6 / 120, t0 = 1_000_000.0
+    var recs: [TraceRecord] = []
+    var s = t0
+    for stroke in 0..<2 {
+        for _ in 0..<240 {
+            recs.append(TraceRecord(sendUs: UInt64(s), arriveUs: UInt64(s) + 1000, kind: .motion, dx: 512, dy: 0))
+            s += frame
+        }
+        if stroke == 0 { s += c.pauseUs }
+    }
+    let lab = LabCase(trace: Trace(records: recs, frameUs: frame), displayHz: 120)
+    let dmin = lab.clock.dminUs
+    func latency(_ t: Double) -> Double { t - t0 < c.stepAtUs ? 10_000 : 40_000 }
+    var run = PolicyRun()
+    run.cursor = lab.vsync.map { lab.ideal.at($0 - dmin - latency($0)) }
+    for e in lab.emit {
+        // Shown at r with r - L(r) = e + dmin: the later latency once
+        // e + dmin + 40 ms is past the step.
+        var l = latency(e + dmin + 40_000) == 40_000 ? 40_000.0 : 10_000.0
+        if c.lastHeldUs > 0 && run.lambdasUs.count == 239 { l = c.lastHeldUs }
+        run.lambdasUs.append(l); run.lambdaEmitUs.append(e)
+        run.arrivedMovement += 1
+    }
+    var acc = ScoreAccumulator()
+    lab.score(run, into: &acc)
+    let j = acc.scores.jitterRatio
+    #expect(j < c.jitterBelow, "case \(c.id): jitter \(j)")
+    #expect(j > c.jitterAbove, "case \(c.id): jitter \(j)")
+}
