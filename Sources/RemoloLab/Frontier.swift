@@ -17,6 +17,43 @@ extension Trace {
         return Trace(records: recs, clock: clock, frameUs: frameUs ?? effectiveFrameUs,
                      notes: notes + ["perfect network: arrival = emission + dmin"])
     }
+
+    /// The trace as Remolo's sender would have made it where the recorded
+    /// stream lost datagrams. A foreign trace with a gesture laid over the
+    /// send times of the packets that arrived (../shared/traces/real) puts
+    /// the motion of every lost packet into the next one that arrived: 200
+    /// ms of a stroke in one datagram, which the ideal path moves in its
+    /// last frame and a receiver plays as a jump. Remolo's sender sends
+    /// each frame's own motion, and a lost delta is lost. Here a movement
+    /// record sent at least 1.75 frames after the previous record, itself
+    /// a movement (a still finger sends heartbeats instead), is split into
+    /// the frames that fit the gap: equal shares, all but the last lost.
+    /// Gaps of a second or more are left alone (a sender that went away).
+    public var gapsLost: Trace {
+        let f = effectiveFrameUs
+        var out: [TraceRecord] = []
+        out.reserveCapacity(records.count)
+        var prev: TraceRecord?
+        var split = 0
+        for r in records {
+            defer { prev = r }
+            guard r.isMovement, let p = prev, p.isMovement, r.sendUs > p.sendUs else { out.append(r); continue }
+            let gap = Double(r.sendUs - p.sendUs)
+            let frames = Int((gap / f + 0.25).rounded(.down))
+            guard frames >= 2, gap < 1e6 else { out.append(r); continue }
+            let n = Int32(frames)
+            for k in 1..<frames {
+                let send = p.sendUs + UInt64((gap * Double(k) / Double(frames)).rounded())
+                out.append(TraceRecord(sendUs: send, arriveUs: nil, kind: r.kind, dx: r.dx / n, dy: r.dy / n))
+            }
+            var last = r
+            last.dx = r.dx - (r.dx / n) * (n - 1); last.dy = r.dy - (r.dy / n) * (n - 1)
+            out.append(last)
+            split += 1
+        }
+        return Trace(records: out, clock: clock, frameUs: frameUs ?? f,
+                     notes: notes + ["gaps lost: \(split) datagrams carried lost ones' motion, split, the rest lost"])
+    }
 }
 
 /// Where a policy lies against the fixed-delay frontier of one scenario or

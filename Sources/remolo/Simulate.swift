@@ -10,7 +10,7 @@ let simulateUsage = """
 usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--display-hz 60|120|144] [--sender-hz 60-240] [--duration SECONDS]
                        [--seed S] [--json|--markdown] [--trace FILE] [--write-trace FILE] [--svg FILE]
-                       [--perfect-network] [--frontier] [--transport udp|tcp|both]
+                       [--perfect-network] [--frontier] [--transport udp|tcp|both] [--gaps-lost]
 
   --scenario     S1..S7, a comma list, or all (default all)
   --policy       arrival, fixed:MS, seed, default, oracle (rate 0.1), oracle:RATE,
@@ -32,6 +32,10 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
   --frontier     sweep fixed:0..100 ms (5 ms steps; fixed:MS is the default with its
                  delay pinned) and report where each other policy lies against it;
                  policies default to arrival,seed,default
+  --gaps-lost    with --trace: a movement datagram sent 2 or more frames after the
+                 previous one carries the motion of the lost ones between (a foreign
+                 trace's convention); replay it as Remolo's sender would have sent
+                 it: one frame's share each, all but the last lost
   --transport    udp (default): a lost datagram is gone; tcp: the same link as one
                  TCP stream (the phone page's WebSocket): every loss is retransmitted
                  (fast retransmit after 3 duplicate ACKs, else the 200 ms minimum
@@ -54,6 +58,7 @@ struct SimulateOptions {
     var svg: String?
     var dump: String?
     var perfect = false
+    var gapsLost = false
     var frontier = false
     var policyGiven = false
     var transports: [LabTransport] = [.udp]
@@ -99,12 +104,14 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         case "--write-trace": o.writeTrace = p.value()
         case "--svg": o.svg = p.value()
         case "--perfect-network": o.perfect = true
+        case "--gaps-lost": o.gapsLost = true
         case "--frontier": o.frontier = true
         case "--transport":
             do { o.transports = try LabTransport.parse(p.value()) } catch { fail(error.description) }
         default: p.unknown()
         }
     }
+    if o.gapsLost && o.trace == nil { fail("--gaps-lost reads a recorded trace: add --trace FILE") }
     if o.frontier && !o.policyGiven { o.policies = [.arrival, .seed, .default] }
     if o.writeTrace != nil || (o.svg != nil && o.trace == nil && !o.frontier) {
         guard o.scenarios.count == 1 else {
@@ -214,12 +221,13 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
     let o = parseSimulate(args)
     var rows: [LabRow] = []
     if let path = o.trace {
-        let trace: Trace
+        var trace: Trace
         do { trace = try Trace.read(from: path) } catch let e as Trace.ParseError {
             fail("\(path): \(e.description)")
         } catch { fail("\(path): \(error)") }
         guard trace.records.contains(where: { $0.arriveUs != nil }) else { fail("\(path): no datagram arrived: nothing to replay") }
-        let name = (path as NSString).lastPathComponent
+        var name = (path as NSString).lastPathComponent
+        if o.gapsLost { trace = trace.gapsLost; name += " gaps-lost" }
         rows = byTransport(o.transports) { t in
             Lab.replay(trace: trace, name: name, policies: runPolicies(o), displayHz: o.displayHz, transport: t)
         }

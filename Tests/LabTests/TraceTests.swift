@@ -95,3 +95,32 @@ func malformedTraces(_ c: BadTrace) {
     #expect(abs(c.segments[0].ppm - 40) < 1)
     #expect(!c.isTruth && c.dminUs == 0)
 }
+
+/// `Trace.gapsLost`: a movement datagram sent two or more frames after the
+/// previous movement datagram is split into one frame's share each, all but
+/// the last lost; nothing else moves, and the motion sent is the same.
+@Test func gapsLostSplitsFoldedMotion() {
+    func mv(_ s: UInt64, _ dx: Int32) -> TraceRecord { TraceRecord(sendUs: s, arriveUs: s + 3000, kind: .motion, dx: dx, dy: -dx) }
+    let recs = [
+        mv(0, 256), mv(10_000, 256), mv(20_000, 256),
+        mv(60_000, 1025),                                   // 1. 40 ms: 4 frames, 3 of them lost
+        mv(75_000, 256),                                    // 2. 15 ms: one frame, late
+        TraceRecord(sendUs: 175_000, arriveUs: 178_000, kind: .heartbeat),
+        mv(375_000, 256),                                   // 3. after a heartbeat: a pause, not a loss
+        mv(2_375_000, 256),                                 // 4. 2 s: a sender that went away
+    ]
+    let t = Trace(records: recs, frameUs: 10_000).gapsLost
+    #expect(t.records.count == recs.count + 3)
+    let lost = t.records.filter { $0.arriveUs == nil }
+    #expect(lost.map(\.sendUs) == [30_000, 40_000, 50_000])
+    #expect(lost.allSatisfy { $0.dx == 256 && $0.dy == -256 && $0.kind == .motion })
+    let kept = t.records.first { $0.sendUs == 60_000 }!
+    #expect(kept.dx == 257 && kept.dy == -257 && kept.arriveUs == 63_000)
+    let sentAfter: Int = t.records.reduce(0) { $0 + Int($1.dx) }
+    let sentBefore: Int = recs.reduce(0) { $0 + Int($1.dx) }
+    #expect(sentAfter == sentBefore)
+    // What arrived arrives as it did; only the split datagram's motion shrank.
+    let arrived = t.records.filter { $0.arriveUs != nil }
+    #expect(arrived.map(\.sendUs) == recs.map(\.sendUs) && arrived.map(\.arriveUs) == recs.map(\.arriveUs))
+    #expect(zip(arrived, recs).filter { $0.dx != $1.dx }.map { $0.0.sendUs } == [60_000])
+}
