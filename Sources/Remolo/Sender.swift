@@ -91,7 +91,9 @@ public final class Sender {
     /// When the next fallback message is due: a fixed 30 Hz grid, so frames
     /// of any rate average 30 messages a second.
     private var nextFallbackUs: UInt64 = 0
-    private var log: (String) -> Void = { _ in }
+    var log: (String) -> Void = { _ in }
+    /// The keyboard (SenderKeyboard.swift).
+    var keys = SenderKeys()
     /// Set while the session is lost and a run reconnects: when to try next.
     private var outage: (backoff: Double, nextAttempt: Double)?
 
@@ -113,8 +115,14 @@ public final class Sender {
     /// Sends datagrams of `channel`'s session to host:port over UDP (or to
     /// `datagramsTo`, e.g. a relay in front of the receiver); `reconnect`
     /// opens a new session when this one dies.
-    public init(channel: ControlChannel, host: String, port: UInt16, datagramsTo: (host: String, port: UInt16)? = nil,
+    public convenience init(channel: ControlChannel, host: String, port: UInt16, datagramsTo: (host: String, port: UInt16)? = nil,
                 reconnect: (() throws -> ControlChannel)? = nil) throws(SenderError) {
+        try self.init(channel: channel, host: host, port: port, datagramsTo: datagramsTo, reconnect: reconnect, negotiator: nil)
+    }
+
+    init(channel: ControlChannel, host: String, port: UInt16, datagramsTo: (host: String, port: UInt16)?,
+         reconnect: (() throws -> ControlChannel)?, negotiator: HelloNegotiator?) throws(SenderError) {
+        keys.negotiator = negotiator
         self.channel = channel
         self.host = host
         self.port = port
@@ -137,13 +145,18 @@ public final class Sender {
         }
     }
 
-    /// Connects to a paired receiver.
+    /// Connects to a paired receiver. `keyboard`: say hello asking for the
+    /// keyboard (`keyboardGranted` tells the answer); `log` hears what the
+    /// receiver said to it.
     public static func connect(host: String, port: UInt16, identity: Identity,
                                receiver: PublicKey, limits: SessionLimits = SessionLimits(),
-                               datagramsTo: (host: String, port: UInt16)? = nil) throws -> Sender {
-        let open = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
+                               datagramsTo: (host: String, port: UInt16)? = nil,
+                               keyboard: Bool = false, log: @escaping (String) -> Void = { _ in }) throws -> Sender {
+        let connect = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
+        let n = HelloNegotiator(wanted: keyboard ? .keyboard : [], log: log)
+        let open = { try n.open(connect) }
         let ch = try open()
-        do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open) } catch {
+        do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open, negotiator: n) } catch {
             ch.close(); throw error
         }
     }
@@ -153,12 +166,18 @@ public final class Sender {
     public static func pair(host: String, port: UInt16, identity: Identity, code: PairingSecret,
                             directory: ConfigDirectory?, label: String,
                             limits: SessionLimits = SessionLimits(),
-                            datagramsTo: (host: String, port: UInt16)? = nil) throws -> Sender {
-        let ch = try ControlChannel.pair(host: host, port: port, identity: identity, secret: code,
-                                       directory: directory, label: label, limits: limits)
-        let receiver = ch.peer
-        let open = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
-        do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open) } catch {
+                            datagramsTo: (host: String, port: UInt16)? = nil,
+                            keyboard: Bool = false, log: @escaping (String) -> Void = { _ in }) throws -> Sender {
+        let paired = try ControlChannel.pair(host: host, port: port, identity: identity, secret: code,
+                                           directory: directory, label: label, limits: limits)
+        let receiver = paired.peer
+        let connect = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
+        let n = HelloNegotiator(wanted: keyboard ? .keyboard : [], log: log)
+        let open = { try n.open(connect) }
+        // The pairing's own session says hello too: the pairing completed
+        // at key confirmation, so an older receiver's bye costs a reconnect only.
+        let ch = n.wanted.isEmpty ? paired : try n.negotiate(paired, connect)
+        do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open, negotiator: n) } catch {
             ch.close(); throw error
         }
     }
@@ -208,6 +227,7 @@ public final class Sender {
             switch m {
             case .pong(let token): pongFor = pingSent.removeValue(forKey: token)
             case .receipt(let opened): if let sent = pongFor { receipt(opened: opened, sentAtPing: sent) }
+            case .refused(let r): refused(r)
             default: break
             }
         }
@@ -299,6 +319,7 @@ public final class Sender {
         onControlChannel = forcedTCP
         stats.reconnects += 1
         for b in held { try button(b, down: true, at: timeUs) }
+        try pressHeldKeys(at: timeUs)
     }
 
     /// Plays `source` for `seconds` at `rate` frames per second (at most 120):

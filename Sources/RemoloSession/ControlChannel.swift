@@ -230,3 +230,40 @@ public final class ControlChannel {
         connection.close()
     }
 }
+
+// MARK: - Extensions (ControlKeyboard.swift)
+
+/// How a receiver answered a sender's hello.
+public enum HelloOutcome: Equatable, Sendable {
+    /// It speaks extensions: what it takes from this sender.
+    case answered(ControlHello)
+    /// It said bye 2 (a receiver written before extensions): this connection
+    /// is closed; open a new one and send no hello to it.
+    case olderPeer
+}
+
+extension ControlChannel {
+    /// The sender's hello, as frame 1 right after key confirmation, and the
+    /// receiver's answer. Call it before anything else is sent.
+    public func hello(_ features: ControlFeatures) throws(SessionError) -> HelloOutcome {
+        try send(.hello(ControlHello(features: features)))
+        let deadline = monotonicSeconds() + limits.handshakeTimeout
+        do throws(SessionError) {
+            switch try receiveRaw(deadline: deadline) {
+            case .hello(let h): return .answered(h)
+            case .bye(.protocolError):
+                close()
+                return .olderPeer
+            case .bye(let r):
+                close()
+                throw SessionError.peerSaidBye(r)
+            case let other:
+                close(saying: .protocolError)
+                throw SessionError.io("expected the receiver's hello, got \(other.kind)")
+            }
+        } catch {
+            close()
+            throw error
+        }
+    }
+}

@@ -216,19 +216,34 @@ public enum ControlMessage: Equatable, Sendable {
     /// receiver has opened so far (how the sender tells whether UDP gets
     /// through, and when to fall back to the control channel).
     case receipt(UInt64)
+    /// What a side speaks (extensions, ControlKeyboard.swift): sender
+    /// first, as frame 1; the receiver answers only a sender's hello.
+    case hello(ControlHello)
+    /// Sender -> receiver, after the receiver's hello granted the keyboard.
+    case key(KeyEvent)
+    case text(TextInput)
+    /// Receiver -> sender: a key or text not (wholly) played, and why.
+    case refused(KeyRefused)
 
     public enum Kind: UInt8, Sendable, CaseIterable {
         case settings = 0x01, button = 0x02, motion = 0x03, scroll = 0x04, ping = 0x05, pong = 0x06, bye = 0x07
         case receipt = 0x08
+        case hello = 0x09, key = 0x0A, text = 0x0B, refused = 0x0C
 
-        /// Plaintext length including the type byte.
-        public var encodedLength: Int {
+        /// Plaintext lengths including the type byte: one for every type
+        /// but text, whose UTF-8 may fill the rest of a frame (a receiver
+        /// refuses more than `TextInput.maxBytes` of it, keeping the session).
+        public var encodedLengths: ClosedRange<Int> {
             switch self {
-            case .settings: return 1 + 4 + 4 + 4 + 1
-            case .button: return 1 + 1 + 1 + 8 + 4
-            case .motion, .scroll: return 1 + 4 + 4 + 8
-            case .ping, .pong, .receipt: return 1 + 8
-            case .bye: return 1 + 1
+            case .settings: return 14...14
+            case .button: return 15...15
+            case .motion, .scroll: return 17...17
+            case .ping, .pong, .receipt: return 9...9
+            case .bye: return 2...2
+            case .hello: return 6...6
+            case .key: return 16...16
+            case .text: return (ControlMessage.textHeaderLength + 1)...ControlFrame.maxPlaintextLength
+            case .refused: return 8...8
             }
         }
     }
@@ -243,6 +258,10 @@ public enum ControlMessage: Equatable, Sendable {
         case .pong: return .pong
         case .bye: return .bye
         case .receipt: return .receipt
+        case .hello: return .hello
+        case .key: return .key
+        case .text: return .text
+        case .refused: return .refused
         }
     }
 
@@ -267,6 +286,8 @@ public enum ControlMessage: Equatable, Sendable {
             b.appendBE(t)
         case .bye(let r):
             b.append(r.rawValue)
+        case .hello, .key, .text, .refused:
+            Self.encodeExtension(self, into: &b)
         }
         return b
     }
@@ -275,8 +296,10 @@ public enum ControlMessage: Equatable, Sendable {
     public static func decode(_ bytes: [UInt8]) throws(ControlFrameError) -> ControlMessage {
         guard let t = bytes.first else { throw .badMessage("empty") }
         guard let kind = Kind(rawValue: t) else { throw .badMessage("unknown type 0x\(String(t, radix: 16))") }
-        guard bytes.count == kind.encodedLength else {
-            throw .badMessage("type 0x\(String(t, radix: 16)) is \(kind.encodedLength) bytes, got \(bytes.count)")
+        let lengths = kind.encodedLengths
+        guard lengths.contains(bytes.count) else {
+            let want = lengths.count == 1 ? "\(lengths.lowerBound)" : "\(lengths.lowerBound)..\(lengths.upperBound)"
+            throw .badMessage("type 0x\(String(t, radix: 16)) is \(want) bytes, got \(bytes.count)")
         }
         var r = ByteReader(bytes)
         _ = r.read(UInt8.self)
@@ -311,6 +334,8 @@ public enum ControlMessage: Equatable, Sendable {
             let raw = r.read(UInt8.self)!
             guard let reason = ByeReason(rawValue: raw) else { throw .badMessage("unknown bye reason \(raw)") }
             return .bye(reason)
+        case .hello, .key, .text, .refused:
+            return try decodeExtension(kind, &r)
         }
     }
 }

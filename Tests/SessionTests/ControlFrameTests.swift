@@ -16,13 +16,37 @@ struct ControlFrameTests {
         .motion(MotionEvent(dx: -5, dy: 1_000_000, senderTimeNs: 42)),
         .scroll(MotionEvent(dx: .min, dy: .max, senderTimeNs: 0)),
         .ping(0xdead_beef_cafe_f00d), .pong(1), .bye(.idleTimeout),
+        .hello(ControlHello(features: .keyboard)), .hello(ControlHello(features: [], keyboard: .notAllowed)),
+        .hello(ControlHello(features: ControlFeatures(rawValue: 0xffff_ffff), keyboard: .other(200))),
+        .key(KeyEvent(code: 30, isDown: true, senderTimeNs: 99, sequence: 0)),
+        .key(KeyEvent(code: .max, isDown: false, senderTimeNs: .max, sequence: .max)),
+        .text(TextInput("Hello, World! 123 @#", senderTimeNs: 5, sequence: 1)),
+        .text(TextInput(senderTimeNs: 0, sequence: 2, utf8: [0xff, 0xfe])),   // invalid UTF-8 decodes; the receiver refuses it
+        .text(TextInput(senderTimeNs: 0, sequence: 3, utf8: [UInt8](repeating: 0x61, count: ControlFrame.maxPlaintextLength - 13))),
+        .refused(KeyRefused(sequence: 7, reason: .untypable, count: 2)),
+        .refused(KeyRefused(sequence: 8, reason: .other(77), count: 1)),
     ]
+
+    /// The extension messages' bytes, written out by hand from the README
+    /// table (the page's tests hold the same vectors).
+    @Test("7: extension messages encode exactly as the table says", arguments: [
+        (1, ControlMessage.hello(ControlHello(features: .keyboard)), [0x09, 0, 0, 0, 1, 0]),
+        (2, .hello(ControlHello(features: [], keyboard: .notAllowed)), [0x09, 0, 0, 0, 0, 2]),
+        (3, .key(KeyEvent(code: 30, isDown: true, senderTimeNs: 0x0102_0304_0506_0708, sequence: 5)),
+         [0x0a, 0x00, 0x1e, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 5]),
+        (4, .text(TextInput("Hé", senderTimeNs: 1, sequence: 2)), [0x0b, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0x48, 0xc3, 0xa9]),
+        (5, .refused(KeyRefused(sequence: 3, reason: .untypable, count: 2)), [0x0c, 0, 0, 0, 3, 8, 0, 2]),
+    ] as [(Int, ControlMessage, [UInt8])])
+    func extensionBytes(_ n: Int, _ m: ControlMessage, _ bytes: [UInt8]) throws {
+        #expect(m.encoded() == bytes, "\(n)")
+        #expect(try ControlMessage.decode(bytes) == m, "\(n)")
+    }
 
     @Test("1: every message round-trips through seal and open", arguments: messages)
     func roundTrip(_ m: ControlMessage) throws {
         let (k1, k2) = keyPair()
         let frame = try ControlFrameSealer(key: k1).seal(m)
-        #expect(frame.count == ControlFrame.headerSize + m.kind.encodedLength + 16)
+        #expect(frame.count == ControlFrame.headerSize + m.encoded().count + 16)
         #expect(try ControlFrameOpener(key: k2).feed(frame) == [m])
         #expect(try ControlMessage.decode(m.encoded()) == m)
     }
@@ -91,6 +115,13 @@ struct ControlFrameTests {
     @Test("5: plaintext decoder refuses hostile inputs", arguments: [
         [], [0x00], [0x02, 9, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0x02, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
         [0x07], [0x07, 0, 0], [0x07, 9], [0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        [0x09, 0, 0, 0, 1], [0x09, 0, 0, 0, 1, 0, 0],                        // hello of 5 and 7 bytes
+        [0x0a, 0, 30, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],               // key state 2
+        [0x0a, 0, 30, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],                  // key of 15 bytes
+        [0x0b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],                         // text with no text
+        [0x0b] + [UInt8](repeating: 0x61, count: ControlFrame.maxPlaintextLength),  // over a frame
+        [0x0c, 0, 0, 0, 1, 0, 0, 1],                                        // refused reason 0
+        [0x0c, 0, 0, 0, 1, 8, 0],                                           // refused of 7 bytes
     ] as [[UInt8]])
     func hostilePlaintext(_ bytes: [UInt8]) {
         #expect(throws: ControlFrameError.self) { _ = try ControlMessage.decode(bytes) }

@@ -30,6 +30,9 @@ public final class Receiver: @unchecked Sendable {
     private let sessions = SessionTable()
     private let serverDone = DispatchSemaphore(value: 0)
     private let onEvent: @Sendable (String) -> Void
+    /// What the receiver does with keys, and what it counted.
+    public let keyboard: ReceiverKeyboard
+    private let keyTally = KeyboardTally()
 
     /// Time a session's last datagrams get to land after its bye: the bye
     /// travels over TCP and may overtake them.
@@ -43,6 +46,7 @@ public final class Receiver: @unchecked Sendable {
     public init(host: String = "0.0.0.0", port: UInt16, trust: ReceiverTrust, output: ReceiverOutput,
                 playout: PlayoutConfig = .default, realtimePriority: Int32 = 0,
                 limits: SessionLimits = SessionLimits(), recordArrivals: ArrivalRecorder? = nil,
+                keyboard: ReceiverKeyboard = ReceiverKeyboard(),
                 onEvent: @escaping @Sendable (String) -> Void = { _ in }) throws {
         try ReceiveLoop.probe()
         let listener = try TCPListener(host: host, port: port)
@@ -65,8 +69,10 @@ public final class Receiver: @unchecked Sendable {
         self.port = listener.port
         self.trust = trust
         self.onEvent = onEvent
+        self.keyboard = keyboard
         let loop = self.loop
         let sessions = self.sessions
+        let keyTally = self.keyTally
         server = ControlServer(
             listener: listener, trust: trust, limits: limits,
             onRejected: { e in onEvent("refused a connection: \(e)") },
@@ -93,7 +99,11 @@ public final class Receiver: @unchecked Sendable {
                 _ = try? loop.removeSession(id)
                 sessions.forget(id)
             },
-            onSession: { channel in Receiver.serve(channel, loop: loop, sessions: sessions, onEvent: onEvent) })
+            onSession: { channel in
+                var kb = SessionKeyboard(policy: keyboard, mayType: trust.mayType(channel.peer),
+                                         hasDevice: loop.hasKeyboard, hasKey: KeyboardDevice.hasKey)
+                Receiver.serve(channel, loop: loop, sessions: sessions, keyboard: &kb, tally: keyTally, onEvent: onEvent)
+            })
         let server = self.server
         let done = serverDone
         let t = Thread {
@@ -107,6 +117,8 @@ public final class Receiver: @unchecked Sendable {
     deinit { stop() }
 
     public var stats: ReceiverStats { loop.stats }
+    /// The keyboard's control-plane counters (messages taken and refused).
+    public var keyboardCounters: KeyboardCounters { keyTally.snapshot }
     public var liveSessions: Int { sessions.count }
 
     /// One live session, for status views.
@@ -162,7 +174,7 @@ public final class Receiver: @unchecked Sendable {
 
     /// Runs on the connection's thread until the session ends.
     private static func serve(_ channel: ControlChannel, loop: ReceiveLoop,
-                              sessions: SessionTable,
+                              sessions: SessionTable, keyboard kb: inout SessionKeyboard, tally: KeyboardTally,
                               onEvent: @Sendable (String) -> Void) {
         let id = channel.keys.sessionID
         // Replaced (or the receiver stopping) between key confirmation and here.
@@ -176,10 +188,24 @@ public final class Receiver: @unchecked Sendable {
         var grace = true
         channel.afterPong = { .receipt(loop.datagramsOpened(id) ?? 0) }
         var lastButton: UInt32?
+        var first = true
         loop: while true {
             do throws(SessionError) {
                 let m = try channel.receive()
+                defer { first = false }
                 if case .pong = m { continue }   // nothing asked for it; it renewed the idle deadline
+                switch m {
+                case .hello, .key, .text:
+                    do throws(SessionKeyboard.Violation) {
+                        try keyboardMessage(m, isFirst: first, kb: &kb, channel: channel, loop: loop, id: id, tally: tally)
+                        continue loop
+                    } catch {
+                        channel.close(saying: .protocolError)
+                        why = "\(error); said bye (protocol error)"
+                        break loop
+                    }
+                default: break
+                }
                 if case .button(let b) = m {
                     if let last = lastButton, b.sequence != last &+ 1 {
                         channel.close(saying: .protocolError)
@@ -225,9 +251,35 @@ public final class Receiver: @unchecked Sendable {
         case .scroll(let e):
             // dx horizontal (right positive), dy vertical (up positive), Q8 hi-res units.
             return Datagram(.scroll(vertical: e.dy, horizontal: e.dx), senderTimeUs: e.senderTimeNs / 1000)
-        case .settings, .receipt, .ping, .pong, .bye:
+        case .settings, .receipt, .ping, .pong, .bye, .hello, .key, .text, .refused:
             return nil
         }
+    }
+
+    /// A hello, key or text message: answered, played or refused (with a
+    /// refused message back); a violation ends the session (bye 2).
+    private static func keyboardMessage(_ m: ControlMessage, isFirst: Bool, kb: inout SessionKeyboard,
+                                        channel: ControlChannel, loop: ReceiveLoop, id: SessionID,
+                                        tally: KeyboardTally) throws(SessionKeyboard.Violation) {
+        var reply: ControlMessage?
+        var played = SessionKeyboard.Play.none
+        var refused: KeyRefused?
+        switch m {
+        case .hello(let h): reply = .hello(try kb.hello(h, isFirst: isFirst))
+        case .key(let k): (played, refused) = try kb.key(k)
+        case .text(let t): (played, refused) = try kb.text(t)
+        default: return
+        }
+        if case .strokes(let strokes, let at) = played, !loop.pushKeys(id, strokes, senderTimeUs: at) {
+            // The loop's key queue is full: nothing of it was queued.
+            refused = KeyRefused(sequence: kb.lastSequence ?? 0, reason: .flood, count: 1)
+            kb.forget(strokes)
+            played = .none
+        }
+        tally.count(m, played: played, refused: refused)
+        if let r = refused { reply = .refused(r) }
+        // A failed send ends the session on the next receive.
+        if let reply { try? channel.send(reply) }
     }
 
     /// A UDP socket bound to host:port (IPv4 or IPv6 literal, or a name).
