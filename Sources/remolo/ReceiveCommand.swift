@@ -188,7 +188,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         if sig == SIGINT || sig == SIGTERM { break }
         if let s = statsEvery, Date().timeIntervalSince(lastStats) >= s {
             if statsJSON {
-                say(rx.stats.json)
+                say(rx.statsJSON)
             } else if tty {
                 // A table that refreshes in place: home, clear, redraw.
                 print("\u{1B}[H\u{1B}[2J" + rx.statusTable, terminator: "")
@@ -204,7 +204,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     bridge?.stop()
     rx.stop()
     if let b = bridge { say("web: \(b.stats.json)") }
-    say(statsJSON ? rx.stats.json : "final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
+    say(statsJSON ? rx.statsJSON : "final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
     if let r = recorder { say(r.summary) }
 }
 

@@ -119,6 +119,13 @@ public final class Receiver: @unchecked Sendable {
     public var stats: ReceiverStats { loop.stats }
     /// The keyboard's control-plane counters (messages taken and refused).
     public var keyboardCounters: KeyboardCounters { keyTally.snapshot }
+
+    /// `--stats-json`: the loop's counters and, under "keys", the keyboard's.
+    public var statsJSON: String {
+        var s = stats.json
+        s.removeLast()
+        return s + ",\"keys\":" + keyboardCounters.json + "}"
+    }
     public var liveSessions: Int { sessions.count }
 
     /// One live session, for status views.

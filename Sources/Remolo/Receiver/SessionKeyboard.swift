@@ -36,9 +36,9 @@ public struct KeyboardCounters: Sendable, Equatable {
     public init() {}
 
     public var json: String {
-        var s = "{\"key_messages\": \(keyMessages), \"text_messages\": \(textMessages), \"key_events\": \(keyEvents)"
-        for r in KeyRefusal.known { s += ", \"\(r.name)\": \(refused[r.name] ?? 0)" }
-        return s + "}"
+        var s = "{\"key_messages\":\(keyMessages),\"text_messages\":\(textMessages),\"key_events\":\(keyEvents),\"refused\":{"
+        s += KeyRefusal.known.map { "\"\($0.name)\":\(refused[$0.name] ?? 0)" }.joined(separator: ",")
+        return s + "}}"
     }
 }
 
