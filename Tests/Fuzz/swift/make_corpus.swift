@@ -45,6 +45,11 @@ import Foundation
             .button(ButtonEvent(button: .left, isDown: true, senderTimeNs: 1, sequence: 1)),
             .motion(MotionEvent(dx: 1, dy: -1, senderTimeNs: 2)), .scroll(MotionEvent(dx: 0, dy: 3, senderTimeNs: 3)),
             .ping(1), .pong(1), .bye(.normal),
+            .hello(ControlHello(features: .keyboard)),
+            .key(KeyEvent(code: 30, isDown: true, senderTimeNs: 0x0102_0304_0506_0708, sequence: 5)),
+            .text(TextInput("Hé @#", senderTimeNs: 1, sequence: 2)),
+            .refused(KeyRefused(sequence: 3, reason: .untypable, count: 2)),
+            .text(TextInput(senderTimeNs: 1, sequence: 3, utf8: [0xff, 0xc3])),
         ]
         for (i, m) in messages.enumerated() {
             stream += try sealer.seal(m)
