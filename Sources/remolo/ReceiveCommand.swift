@@ -129,6 +129,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     }
     say("receiver \(identity.fingerprint) listening on \(formatHostPort(host, rx.port)) (tcp+udp), "
           + (sinkPath.map { "frames to \($0)" } ?? "pointer \(rx.loop.devnode ?? "?")"))
+    say(rx.receiveBuffer.description)
     if rt > 0 && !rx.stats.realtime {
         say("note: SCHED_FIFO not granted (needs CAP_SYS_NICE); running with the default policy")
     }

@@ -55,6 +55,16 @@ import time
 HOST = "127.0.0.1"  # the soak never leaves loopback
 DATAGRAM_LEN = 49
 KINDS = ("short", "long", "random", "wrong_session", "wrong_key", "replay")
+# Junk the kernel may drop at the receiver's socket, as a fraction of the
+# junk sent. The receiver's queue holds about 10,000 datagrams (8 MiB of
+# accounting, Socket.receiveBufferAsk) and the flood backs off while it is a
+# quarter full, so a drop needs the receive loop's thread off its core for
+# over 35 ms while four floods keep sending at full pace: on a shared
+# 2-core machine a rare moment. With the system's default queue (208 KiB,
+# about 256 datagrams, 1.2 ms of flood) a 600 s run lost 1,091 of 131
+# million. The bound is one in a million; real datagrams, checked above,
+# must all arrive whatever the junk does.
+JUNK_DROP_BOUND = 1e-6
 
 
 # ---- the receiver socket's queue, through sock_diag ----------------------
@@ -498,6 +508,9 @@ def run(args, results):
         print("  receiver RSS every tenth of the flood (kB): " + " ".join(str(s["rss_kb"]) for s in tenths))
         print(f"  receiver fds: {start_sample['fds']} at start, {max(s['fds'] for s in series)} max, {end_sample['fds']} at end;"
               f" threads {start_sample['threads']} / {max(s['threads'] for s in series)} / {end_sample['threads']}")
+        sock = final.get("socket") or {}
+        print(f"  receiver socket: rcvbuf {sock.get('rcvbuf_bytes', 0) // 1024} KiB"
+              f"{' (SO_RCVBUFFORCE)' if sock.get('rcvbuf_forced') else ''}")
         print(f"  kernel drops at the receiver socket: {kq[2] if kq else '?'}; flood waits for the queue:"
               f" {sum(o.get('waits', 0) for o in outs):,}")
         print(f"  stalled connections: {stalls.opened} opened, {stalls.closed_at_once} closed at accept (over the cap of 8),"
@@ -518,14 +531,27 @@ def run(args, results):
         check(keys == [(0x110, 1), (0x110, 0)] and ragged == 0, "the drag's button pressed once and released once", f"{keys}")
         check(final.get("opened") == real, "every real datagram opened, nothing else did",
               f"opened {final.get('opened')}, real {real}")
-        check(kq is not None and kq[2] == 0, "the kernel dropped nothing at the receiver socket", f"{kq}")
-        check(final.get("datagrams") == junk_total + real, "the receiver saw every datagram sent",
-              f"{final.get('datagrams')} vs {junk_total} + {real}")
+        # Junk may be dropped by the kernel when the receiver's queue is full
+        # (a flood at the kernel's pace on a shared machine); the receiver
+        # says how many (socket.kernel_drops, SO_MEMINFO) and sock_diag agrees.
+        # Real datagrams are never lost: "every real datagram opened" above
+        # is exact. The bound: JUNK_DROP_BOUND of the junk (README, Soak).
+        kdrops = (final.get("socket") or {}).get("kernel_drops")
+        check(kdrops is not None and kq is not None and kdrops == kq[2],
+              "the receiver's kernel-drop count equals sock_diag's", f"receiver {kdrops}, sock_diag {kq}")
+        kdrops = kdrops or 0
+        check(kdrops <= JUNK_DROP_BOUND * junk_total,
+              f"junk dropped at the socket within the bound ({JUNK_DROP_BOUND:.2%} of the junk)",
+              f"{kdrops} of {junk_total:,}")
+        check(final.get("datagrams") == junk_total + real - kdrops, "the receiver saw every datagram the kernel kept",
+              f"{final.get('datagrams')} vs {junk_total} + {real} - {kdrops}")
         expect = {"short": junk["short"], "long": junk["long"],
                   "unknown_session": junk["random"] + junk["wrong_session"],
                   "replay": junk["replay"], "bad_tag": junk["wrong_key"], "bad_kind": 0, "bad_field": 0}
-        check(drops == expect, "drop counters match the junk sent, reason by reason",
-              f"got {json.dumps(drops)}, want {json.dumps(expect)}")
+        short_by = {k: expect[k] - drops.get(k, 0) for k in expect}
+        check(all(v >= 0 for v in short_by.values()) and sum(short_by.values()) == kdrops,
+              "drop counters match the junk sent, reason by reason, less what the kernel dropped",
+              f"got {json.dumps(drops)}, want {json.dumps(expect)} less {kdrops}")
         check(junk["replay"] > 0 and junk["wrong_key"] > 0, "replays and wrong-key datagrams were in the flood")
         check(stalls.opened >= args.stalls and stalls.closed_at_once > 0,
               "stalled connections opened and the receiver capped them", f"{stalls.opened} opened")

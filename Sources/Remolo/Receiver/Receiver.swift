@@ -26,7 +26,11 @@ public final class Receiver: @unchecked Sendable {
     /// The TCP and UDP port.
     public let port: UInt16
     private let udp: Int32
+    /// The UDP socket's receive buffer: asked for and got (README, limits).
+    public let receiveBuffer: ReceiveBuffer
     private let udpClosed = Mutex(false)
+    /// The socket's kernel drops as read when it closed.
+    private let closedDrops = Mutex<UInt64?>(nil)
     private let sessions = SessionTable()
     private let serverDone = DispatchSemaphore(value: 0)
     private let onEvent: @Sendable (String) -> Void
@@ -66,6 +70,7 @@ public final class Receiver: @unchecked Sendable {
             throw error
         }
         self.udp = udp
+        receiveBuffer = Socket.growReceiveBuffer(udp)
         self.port = listener.port
         self.trust = trust
         self.onEvent = onEvent
@@ -124,7 +129,15 @@ public final class Receiver: @unchecked Sendable {
     public var statsJSON: String {
         var s = stats.json
         s.removeLast()
+        let drops = kernelDrops
+        s += ",\"socket\":{\"rcvbuf_bytes\":\(receiveBuffer.bytes),\"rcvbuf_forced\":\(receiveBuffer.forced),"
+            + "\"kernel_drops\":\(drops.map(String.init) ?? "null")}"
         return s + ",\"keys\":" + keyboardCounters.json + "}"
+    }
+    /// Datagrams the kernel dropped at the UDP socket (queue full), or nil
+    /// where the kernel does not say.
+    public var kernelDrops: UInt64? {
+        udpClosed.withLock { closed in closed ? closedDrops.withLock { $0 } : Socket.kernelDrops(udp) }
     }
     public var liveSessions: Int { sessions.count }
 
@@ -149,6 +162,7 @@ public final class Receiver: @unchecked Sendable {
         var out = "remolo receive  port \(port)  sessions \(liveSessions)  delay \(String(format: "%.1f", Double(s.delayUs) / 1000)) ms"
         out += "  late packets \(s.latePackets) of \(s.opened)  ticks late \(s.lateTicks) missed \(s.missedTicks)\n"
         out += "datagrams \(s.datagrams)  opened \(s.opened)  dropped \(s.dropped)"
+        out += "  kernel drops \(kernelDrops.map(String.init) ?? "?") (rcvbuf \(receiveBuffer.bytes / 1024) KiB)"
         for r in DatagramDropReason.allCases { out += "  \(r.name) \(s[r])" }
         out += "\n\n  session           sender fingerprint                         opened\n"
         for i in sessionInfo {
@@ -175,7 +189,12 @@ public final class Receiver: @unchecked Sendable {
         loop.stop()
         // The loop's ring is gone: nothing reads the socket any more.
         udpClosed.withLock { closed in
-            if !closed { close(udp); closed = true }
+            if !closed {
+                let d = Socket.kernelDrops(udp)
+                closedDrops.withLock { $0 = d }
+                close(udp)
+                closed = true
+            }
         }
     }
 
