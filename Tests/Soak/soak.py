@@ -541,7 +541,7 @@ def run(args, results):
               "the receiver's kernel-drop count equals sock_diag's", f"receiver {kdrops}, sock_diag {kq}")
         kdrops = kdrops or 0
         check(kdrops <= JUNK_DROP_BOUND * junk_total,
-              f"junk dropped at the socket within the bound ({JUNK_DROP_BOUND:.2%} of the junk)",
+              f"junk dropped at the socket within the bound ({JUNK_DROP_BOUND:.4%} of the junk)",
               f"{kdrops} of {junk_total:,}")
         check(final.get("datagrams") == junk_total + real - kdrops, "the receiver saw every datagram the kernel kept",
               f"{final.get('datagrams')} vs {junk_total} + {real} - {kdrops}")
