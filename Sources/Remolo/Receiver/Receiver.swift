@@ -93,7 +93,10 @@ public final class Receiver: @unchecked Sendable {
                 _ = try? loop.removeSession(id)
                 sessions.forget(id)
             },
-            onSession: { channel in Receiver.serve(channel, loop: loop, sessions: sessions, onEvent: onEvent) })
+            onSession: { channel in
+                Receiver.noteSession(channel, trust: trust, onEvent: onEvent)
+                Receiver.serve(channel, loop: loop, sessions: sessions, onEvent: onEvent)
+            })
         let server = self.server
         let done = serverDone
         let t = Thread {
@@ -158,6 +161,18 @@ public final class Receiver: @unchecked Sendable {
         udpClosed.withLock { closed in
             if !closed { close(udp); closed = true }
         }
+    }
+
+    /// Records when the sender was last seen and, for a sender that has
+    /// just paired, says whether it may type. Never ends the session: a
+    /// rights file that cannot be written is only reported.
+    static func noteSession(_ channel: ControlChannel, trust: ReceiverTrust, onEvent: @Sendable (String) -> Void) {
+        let peer = channel.peer
+        if channel.result.isPairing {
+            let fp = peer.fingerprint
+            onEvent("paired with sender \(fp): " + (trust.mayType(peer) ? "may type" : "may not type (remolo peers allow-keyboard \(fp))"))
+        }
+        if let problem = trust.noteSeen(peer) { onEvent("note: \(problem)") }
     }
 
     /// Runs on the connection's thread until the session ends.
