@@ -146,7 +146,9 @@ extension ControlServer {
     /// the code is burned or expires, or `wait` seconds pass (on the
     /// authority's clock; the code lives `PairingAuthority.defaultLifetime`
     /// whatever `wait` is). Returns at once when a lockout refuses the code.
+    /// `keyboard`: whether the sender that pairs may type (`sender-rights`).
     public static func pairOnce(listener: TCPListener, trust: ReceiverTrust, wait: Double,
+                                keyboard: KeyboardRight = .allow,
                                 limits: SessionLimits = SessionLimits(),
                                 show: (PairingSecret) -> Void,
                                 onRejected: @escaping @Sendable (SessionError) -> Void = { _ in })
@@ -157,7 +159,7 @@ extension ControlServer {
             if channel.result.isPairing { paired.withLock { $0 = channel.peer } }
             channel.close(saying: .normal)
         })
-        let code = try trust.pairing.issue()
+        let code = try trust.pairing.issue(keyboard: keyboard)
         show(code)
         let done = DispatchSemaphore(value: 0)
         let t = Thread { server.run(); done.signal() }

@@ -164,6 +164,8 @@ public final class ReceiverHandshake {
     private var pendingSessionID: SessionID?
     /// The generation of the pairing secret this handshake reserved, if any.
     private var pairingReservation: UInt64?
+    /// The keyboard right that secret was issued with.
+    private var pairingKeyboard = KeyboardRight.deny
     public private(set) var result: HandshakeResult?
     /// Set when the handshake was refused: send it, then close.
     public private(set) var refusal: HandshakeWireMessage?
@@ -228,7 +230,7 @@ public final class ReceiverHandshake {
     private func pairInit(_ msg: HandshakeWireMessage) throws(HandshakeError) -> HandshakeWireMessage? {
         let psk: SecretBytes
         switch trust.pairing.reserve() {
-        case .success(let r): psk = r.psk; pairingReservation = r.generation
+        case .success(let r): psk = r.psk; pairingReservation = r.generation; pairingKeyboard = r.keyboard
         case .failure(let r): throw refuse(r)
         }
         let n = NoiseHandshake(pattern: .xxpsk3, initiator: false, prologue: handshakePrologue,
@@ -272,7 +274,7 @@ public final class ReceiverHandshake {
         let peer = PublicKey(bytes: n.remoteStatic!)!
         _ = trust.acceptTimestamp(ts, for: peer)
         do {
-            try trust.authorize(peer, label: "paired \(ISO8601DateFormatter().string(from: Date()))")
+            try trust.authorize(peer, label: "paired \(ISO8601DateFormatter().string(from: Date()))", keyboard: pairingKeyboard)
         } catch {
             throw .io(error.description)
         }

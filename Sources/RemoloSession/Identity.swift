@@ -220,6 +220,7 @@ func writeFileAtomically(_ path: String, bytes: UnsafeRawBufferPointer, mode: mo
     let tmp = path + ".tmp.\(getpid()).\(Hex.encode(randomBytes(8)))"
     let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
     guard fd >= 0 else { throw .errno(tmp, "create") }
+    do { try giveToDirectoryOwner(fd, path: tmp) } catch { close(fd); unlink(tmp); throw error }
     var off = 0
     while off < bytes.count {
         let n = write(fd, bytes.baseAddress! + off, bytes.count - off)
@@ -237,6 +238,58 @@ func writeFileAtomically(_ path: String, bytes: UnsafeRawBufferPointer, mode: mo
         return
     }
     guard rename(tmp, path) == 0 else { let e = ConfigError.errno(path, "rename"); unlink(tmp); throw e }
+}
+
+/// Root changing a file in a directory it does not own (`sudo remolo peers
+/// forget ...` on the service's directory, which belongs to the service's
+/// user) gives the file to the directory's owner: a file left to root,
+/// mode 0600, is one the service can no longer read, and a lock file left
+/// to root is one it can no longer open. Nothing to do for anyone else.
+func giveToDirectoryOwner(_ fd: Int32, path: String) throws(ConfigError) {
+    guard geteuid() == 0 else { return }
+    let slash = path.lastIndex(of: "/")
+    let dir = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    var d = stat(), f = stat()
+    guard stat(dir, &d) == 0 else { throw .errno(dir, "stat") }
+    guard fstat(fd, &f) == 0 else { throw .errno(path, "fstat") }
+    if f.st_uid == d.st_uid && f.st_gid == d.st_gid { return }
+    if fchown(fd, d.st_uid, d.st_gid) != 0 { throw .errno(path, "chown to the directory's owner") }
+}
+
+/// Runs `body` holding an exclusive `flock(2)` on the file `lock` (created
+/// mode 0600 if absent). The lock file is never renamed over, unlike the
+/// file it guards, so one flock on it serializes every writer of that file,
+/// in this process and in others.
+func withExclusiveLock<T>(_ lock: String, _ body: () throws(ConfigError) -> T) throws(ConfigError) -> T {
+    let fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    guard fd >= 0 else { throw .errno(lock, "open") }
+    defer { close(fd) } // releases the lock, after the body's rename
+    try giveToDirectoryOwner(fd, path: lock)
+    while flock(fd, LOCK_EX) != 0 {
+        guard Glibc.errno == EINTR else { throw .errno(lock, "flock") }
+    }
+    return try body()
+}
+
+/// The whole of a small config file, or nil if it does not exist. Read to
+/// end of file rather than trusting st_size: a save renames a new file into
+/// place, it never rewrites the one being read. `movedAway` says what is
+/// lost when the user moves a non-file out of the way.
+func readConfigFile(_ path: String, movedAway: String) throws(ConfigError) -> [UInt8]? {
+    guard let (fd, st) = try openForReading(path) else { return nil }
+    defer { close(fd) }
+    guard (st.st_mode & S_IFMT) == S_IFREG else {
+        throw ConfigError(path: path, message: "is not a regular file; move it away (\(movedAway))")
+    }
+    var data: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+        if n < 0 && Glibc.errno == EINTR { continue }
+        if n < 0 { throw .errno(path, "read") }
+        if n == 0 { return data }
+        data += chunk[0..<n]
+    }
 }
 
 /// A list of peer public keys with labels, one per line: `<64 hex> <label>`.
@@ -273,7 +326,7 @@ public struct PeerList: Sendable, Equatable {
     /// that exists but cannot be read is an error: treating it as empty
     /// would forget every peer, and the next save would make that final.
     public static func load(from path: String) throws(ConfigError) -> PeerList {
-        let data = try readPeerFile(path)
+        let data = try readConfigFile(path, movedAway: "peers listed in it must pair again")
         guard let data else { return PeerList() } // absent: nobody paired yet
         var list = PeerList()
         for (n, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -286,26 +339,6 @@ public struct PeerList: Sendable, Equatable {
             list.add(key, label: line.dropFirst(hexPart.count).trimmingCharacters(in: .whitespaces))
         }
         return list
-    }
-
-    /// The whole file, or nil if it does not exist.
-    private static func readPeerFile(_ path: String) throws(ConfigError) -> [UInt8]? {
-        guard let (fd, st) = try openForReading(path) else { return nil }
-        defer { close(fd) }
-        guard (st.st_mode & S_IFMT) == S_IFREG else {
-            throw ConfigError(path: path, message: "is not a regular file; move it away (peers listed in it must pair again)")
-        }
-        // Read to end of file rather than trusting st_size: a save renames a
-        // new file into place, it never rewrites this one.
-        var data: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 && Glibc.errno == EINTR { continue }
-            if n < 0 { throw .errno(path, "read") }
-            if n == 0 { return data }
-            data += chunk[0..<n]
-        }
     }
 
     /// The lock file beside a peer file (`authorized-senders.lock`): it is
@@ -321,17 +354,12 @@ public struct PeerList: Sendable, Equatable {
     /// list as written.
     @discardableResult
     public static func update(at path: String, _ change: (inout PeerList) -> Void) throws(ConfigError) -> PeerList {
-        let lock = lockPath(for: path)
-        let fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .errno(lock, "open") }
-        defer { close(fd) } // releases the lock, after the rename below
-        while flock(fd, LOCK_EX) != 0 {
-            guard Glibc.errno == EINTR else { throw .errno(lock, "flock") }
+        try withExclusiveLock(lockPath(for: path)) { () throws(ConfigError) -> PeerList in
+            var list = try load(from: path)
+            change(&list)
+            try list.save(to: path)
+            return list
         }
-        var list = try load(from: path)
-        change(&list)
-        try list.save(to: path)
-        return list
     }
 
     /// Writes the list as it is, replacing the file. Prefer `update(at:)`

@@ -118,16 +118,20 @@ public final class PairingAuthority: Sendable {
     public static let baseLockout: Double = 2
     public static let maxLockout: Double = 60
 
-    /// What `reserve()` hands one handshake: the PSK and which secret it is.
+    /// What `reserve()` hands one handshake: the PSK, which secret it is,
+    /// and whether the sender pairing with it may type.
     struct Reservation {
         let psk: SecretBytes
         let generation: UInt64
+        let keyboard: KeyboardRight
     }
 
     enum Outcome { case used, burned, expired }
 
     struct State {
         var secret: PairingSecret?
+        /// The keyboard right the sender pairing with `secret` gets.
+        var keyboard = KeyboardRight.allow
         var expires: Double = 0
         /// Bumped by every issue and cancel, so older reservations go stale.
         var generation: UInt64 = 0
@@ -181,13 +185,18 @@ public final class PairingAuthority: Sendable {
     /// Creates a new secret (replacing any previous one) to show to the user.
     /// A handshake still holding the previous one can no longer pair with it.
     /// Refused while a lockout is in force.
-    public func issue() throws(PairingError) -> PairingSecret {
+    /// - Parameter keyboard: whether the sender that pairs with this code may
+    ///   type (`sender-rights`); the person issuing the code is at the
+    ///   receiver, so allowed unless they say otherwise. Nothing of it goes
+    ///   on the wire.
+    public func issue(keyboard: KeyboardRight = .allow) throws(PairingError) -> PairingSecret {
         let now = clock()
         return try state.withLock { st throws(PairingError) -> PairingSecret in
             let left = lockoutRemaining(&st, now: now)
             guard left <= 0 else { throw .lockedOut(remaining: left) }
             let s = PairingSecret.random()
             st.secret = s
+            st.keyboard = keyboard
             st.expires = now + lifetime
             st.generation &+= 1
             st.reservedBy = nil
@@ -242,7 +251,7 @@ public final class PairingAuthority: Sendable {
             guard let s = st.secret, st.reservedBy == nil else { return .failure(.pairingUnavailable) }
             guard now < st.expires else { st.secret = nil; st.outcome = .expired; return .failure(.pairingUnavailable) }
             st.reservedBy = st.generation
-            return .success(Reservation(psk: s.psk(), generation: st.generation))
+            return .success(Reservation(psk: s.psk(), generation: st.generation, keyboard: st.keyboard))
         }
     }
 
@@ -302,8 +311,17 @@ public final class PairingAuthority: Sendable {
 }
 
 /// Everything the receiver consults during handshakes, shared by all
-/// connections: the authorized senders (persisted if a directory is given),
-/// the newest handshake timestamp per sender, and the pairing authority.
+/// connections: the authorized senders and their rights (persisted if a
+/// directory is given), the newest handshake timestamp per sender, and the
+/// pairing authority.
+///
+/// With a directory, `authorized-senders` and `sender-rights` are read again
+/// whenever they change on disk (a stat per look-up, a read only after a
+/// change), so `remolo peers forget` or `deny-keyboard` in another process
+/// holds for this receiver's next handshake or session. A file that has
+/// become unreadable or malformed refuses everybody (nobody is authorized,
+/// nobody may type) until it is fixed: keeping the old list could keep a
+/// sender somebody just removed.
 public final class ReceiverTrust: Sendable {
     public let identity: Identity
     public let pairing: PairingAuthority
@@ -311,9 +329,19 @@ public final class ReceiverTrust: Sendable {
 
     struct State {
         var authorized: PeerList
+        /// `authorized-senders` as it was when `authorized` was read from
+        /// it; nil makes the next look-up read it again.
+        var authorizedStamp: FileStamp?
         var latestTimestamp: [PublicKey: TAI64N] = [:]
     }
     let state: Mutex<State>
+    /// The sender rights, with the stamp of the file they were read from
+    /// (as for `authorized`).
+    struct Rights {
+        var rights: SenderRights
+        var stamp: FileStamp?
+    }
+    let rights: Mutex<Rights>
     /// Held across "change the list, snapshot it, save the snapshot", so
     /// saves reach the file in the order of the changes. Without it a
     /// `revoke` could be overwritten by an `authorize` snapshot taken before
@@ -321,33 +349,69 @@ public final class ReceiverTrust: Sendable {
     /// start. Separate from `state` so handshakes never wait for a disk.
     let persistence = Mutex(())
 
-    /// - Parameter directory: where `authorized-senders` is read and written;
-    ///   nil keeps the list in memory only (tests).
+    /// - Parameters:
+    ///   - directory: where `authorized-senders` and `sender-rights` are
+    ///     read and written; nil keeps them in memory only (tests).
     ///   - pairing: nil makes one that shares its lockout through `directory`.
+    ///   - authorized, rights: the initial lists when there is no directory
+    ///     (with one, the files are read). A sender without rights may
+    ///     point but not type.
     public init(identity: Identity, directory: ConfigDirectory?, pairing: PairingAuthority? = nil,
-                authorized: PeerList? = nil) throws(ConfigError) {
+                authorized: PeerList? = nil, rights: SenderRights? = nil) throws(ConfigError) {
         self.identity = identity
         self.pairing = pairing ?? PairingAuthority(directory: directory)
         self.directory = directory
         var list = authorized ?? PeerList()
-        if authorized == nil, let d = directory {
+        var granted = rights ?? SenderRights()
+        var listStamp: FileStamp?, rightsStamp: FileStamp?
+        if let d = directory {
             try d.ensureExists()
-            list = try PeerList.load(from: d.file(PeerList.authorizedSendersFile))
+            // Read now so that a bad file stops the start, naming the line.
+            let listPath = d.file(PeerList.authorizedSendersFile), rightsPath = d.file(SenderRights.fileName)
+            listStamp = FileStamp(path: listPath)
+            if authorized == nil { list = try PeerList.load(from: listPath) }
+            rightsStamp = FileStamp(path: rightsPath)
+            if rights == nil { granted = try SenderRights.load(from: rightsPath) }
         }
-        state = Mutex(State(authorized: list))
+        state = Mutex(State(authorized: list, authorizedStamp: listStamp))
+        self.rights = Mutex(Rights(rights: granted, stamp: rightsStamp))
     }
 
-    public var authorizedSenders: PeerList { state.withLock { $0.authorized } }
+    public var authorizedSenders: PeerList { currentAuthorized() }
 
-    public func isAuthorized(_ key: PublicKey) -> Bool { state.withLock { $0.authorized.contains(key) } }
+    public func isAuthorized(_ key: PublicKey) -> Bool { currentAuthorized().contains(key) }
 
-    /// Removes a sender (it must pair again).
+    /// The list as the file holds it now (see the type's comment).
+    private func currentAuthorized() -> PeerList {
+        guard let d = directory else { return state.withLock { $0.authorized } }
+        let path = d.file(PeerList.authorizedSendersFile)
+        // The stamp before the read: if the file changes in between, the
+        // next look-up sees a newer stamp and reads it again.
+        let stamp = FileStamp(path: path)
+        if let stamp, let list = state.withLock({ $0.authorizedStamp == stamp ? $0.authorized : nil }) { return list }
+        let list = (try? PeerList.load(from: path)) ?? PeerList()
+        state.withLock { st in
+            st.authorized = list
+            st.authorizedStamp = stamp
+        }
+        return list
+    }
+
+    /// Removes a sender and its rights (it must pair again).
     public func revoke(_ key: PublicKey) throws(ConfigError) {
         try changeAuthorized { $0.remove(key) }
+        try changeRights { $0.remove(key) }
     }
 
-    func authorize(_ key: PublicKey, label: String) throws(ConfigError) {
+    /// Adds a sender. With `keyboard`, a pairing: its rights line is
+    /// written afresh (the right, paired now); without, its rights are left
+    /// as they are (none: it may point but not type).
+    func authorize(_ key: PublicKey, label: String, keyboard: KeyboardRight? = nil) throws(ConfigError) {
         try changeAuthorized { $0.add(key, label: label) }
+        if let keyboard {
+            let now = Date()
+            try changeRights { $0.paired(key, keyboard: keyboard, at: now) }
+        }
     }
 
     /// Applies `change`, one change at a time (see `persistence`). With a
@@ -363,7 +427,12 @@ public final class ReceiverTrust: Sendable {
                 return
             }
             let list = try PeerList.update(at: d.file(PeerList.authorizedSendersFile), change)
-            state.withLock { $0.authorized = list }
+            // Another process may write the file right after this one: read
+            // it again at the next look-up rather than trust this stamp.
+            state.withLock { st in
+                st.authorized = list
+                st.authorizedStamp = nil
+            }
         }
     }
 

@@ -15,6 +15,7 @@ let commands: [Command] = [
     Command(name: "devices", summary: "sender: list the touchpads and mice `send --device` can read, and why others not", run: devicesCommand),
     Command(name: "identity", summary: "print this host's key fingerprint (created on first use)", run: identityCommand),
     Command(name: "pair", summary: "receiver: issue a pairing code and wait for a sender to pair", run: pairCommand),
+    Command(name: "peers", summary: "receiver: list paired senders and their rights; forget one, allow or deny it typing", run: peersCommand),
     Command(name: "receive", summary: "receiver: move this machine's pointer for paired senders", run: receiveCommand),
     Command(name: "install", summary: "receiver: install the systemd unit, udev rule and uinput module entry", run: installCommand),
     Command(name: "uninstall", summary: "receiver: remove what install wrote", run: uninstallCommand),

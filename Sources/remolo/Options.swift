@@ -1,5 +1,6 @@
 import Foundation
 import RemoloLab
+import RemoloSession
 
 // The one option parser of the command line: flags are read in order, each
 // value checked where it is read, and every mistake ends the command with a
@@ -73,6 +74,20 @@ struct Options {
             fail("unknown scenario '\(v)': valid are " + Scenario.allCases.map { "\($0.rawValue) (\($0.title))" }.joined(separator: ", "))
         }
         return s
+    }
+
+    /// The word after the current one, which must be there (a command's
+    /// operand, as in `peers forget FINGERPRINT`).
+    mutating func operand(_ what: String) -> String {
+        guard i < args.count else { fail("\(flag) needs \(what)\n\(usage)") }
+        return value()
+    }
+
+    /// `allow` or `deny` (`--keyboard`).
+    mutating func keyboardRight() -> KeyboardRight {
+        let v = value()
+        guard let k = KeyboardRight(rawValue: v) else { fail("\(flag) takes allow or deny, not '\(v)'") }
+        return k
     }
 
     func unknown() -> Never { fail("unknown option '\(flag)'\n\(usage)") }

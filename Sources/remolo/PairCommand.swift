@@ -6,17 +6,21 @@ import Remolo
 // remolo pair: the receiver issues a pairing code and waits for one sender.
 
 let pairUsage = """
-usage: remolo pair [--listen ADDR:PORT] [--timeout SECONDS]
+usage: remolo pair [--listen ADDR:PORT] [--timeout SECONDS] [--keyboard allow|deny]
 
 Issues a one-time pairing code, prints it, and waits for one sender to pair
 with it (on the sender: remolo send --to THIS-HOST:PORT --pair CODE ...).
-The sender's key is then kept in authorized-senders. Ends at once when the
-code is used, burned by a wrong guess, or expires (a code lives 5 minutes).
+The sender's key is then kept in authorized-senders, and what it may do in
+sender-rights. Ends at once when the code is used, burned by a wrong guess,
+or expires (a code lives 5 minutes).
 
   --listen    address and TCP port to listen on (default [::]:7420, IPv6 and
               IPv4)
   --timeout   stop waiting after this many seconds (default and at most
               300: the code's lifetime; a longer wait ends with the code)
+  --keyboard  whether the sender pairing now may type on this machine, not
+              only point (default allow; change it later with
+              remolo peers allow-keyboard / deny-keyboard FINGERPRINT)
 
 Pairing also works on a running receiver: remolo receive --pair.
 """
@@ -24,11 +28,13 @@ Pairing also works on a running receiver: remolo receive --pair.
 @Sendable func pairCommand(_ args: [String]) {
     var (host, port) = (defaultListenHost, defaultPort)
     var timeout = PairingAuthority.defaultLifetime
+    var keyboard = KeyboardRight.allow
     var o = Options(args, usage: pairUsage)
     while let flag = o.next() {
         switch flag {
         case "--listen": (host, port) = o.hostPort(defaultHost: defaultListenHost)
         case "--timeout": timeout = o.double(in: 0.001...86_400)
+        case "--keyboard": keyboard = o.keyboardRight()
         default: o.unknown()
         }
     }
@@ -44,7 +50,7 @@ Pairing also works on a running receiver: remolo receive --pair.
     let outcome: PairingOutcome
     do {
         outcome = try ControlServer.pairOnce(
-            listener: listener, trust: trust, wait: timeout,
+            listener: listener, trust: trust, wait: timeout, keyboard: keyboard,
             show: { code in
                 say("receiver fingerprint: \(identity.fingerprint)")
                 say("pairing code: \(code.display)")
@@ -56,7 +62,9 @@ Pairing also works on a running receiver: remolo receive --pair.
         fail("\(error)", code: 1)
     }
     switch outcome {
-    case .paired(let k): say("paired with sender \(k.fingerprint)")
+    case .paired(let k):
+        let fp = k.fingerprint
+        say("paired with sender \(fp): " + (trust.mayType(k) ? "may type" : "may not type (remolo peers allow-keyboard \(fp))"))
     case .burned(let lock):
         fail("a wrong code was tried, so this code is burned; pairing is locked out for \(max(1, Int(lock.rounded(.up)))) s. "
              + "Run `remolo pair` again after that and type the code carefully.", code: 1)

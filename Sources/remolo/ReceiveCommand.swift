@@ -16,7 +16,7 @@ let defaultPort: UInt16 = 7420
 let defaultListenHost = Socket.ipv6Available ? "::" : "0.0.0.0"
 
 let receiveUsage = """
-usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--rt PRIORITY]
+usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--keyboard allow|deny] [--rt PRIORITY]
                       [--name NAME] [--sink FILE] [--seconds N] [--record-arrivals FILE]
                       [--web [ADDR:]PORT] [--no-announce]
 
@@ -30,6 +30,10 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
               bad_kind, bad_field)
   --pair      also issue a pairing code now and print it (with --web: as
               the page's URL and a QR code for the phone's camera)
+  --keyboard allow|deny
+              whether the sender pairing with --pair's code may type on
+              this machine, not only point (default allow; change it later
+              with remolo peers allow-keyboard / deny-keyboard FINGERPRINT)
   --web [ADDR:]PORT
               serve the phone page over HTTPS on this port (e.g. 8443; the
               address defaults to --listen's): the phone's browser becomes
@@ -63,6 +67,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var statsEvery: Double?
     var statsJSON = false
     var pair = false
+    var keyboard = KeyboardRight.allow
     var rt: Int32 = 0
     var name = PointerDevice.defaultName
     var seconds: Double?
@@ -77,6 +82,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         case "--stats": statsEvery = o.double(in: 0.001...86_400)
         case "--stats-json": statsJSON = true
         case "--pair": pair = true
+        case "--keyboard": keyboard = o.keyboardRight()
         case "--rt": rt = o.int(in: 1...99)
         case "--name": name = o.value()
         case "--seconds": seconds = o.double(in: 0.001...1e9)
@@ -153,7 +159,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     }
     if pair {
         do {
-            let code = try rx.trust.pairing.issue().display
+            let code = try rx.trust.pairing.issue(keyboard: keyboard).display
             say("pairing code: \(code)")
             say("(valid 5 minutes, for one sender)")
             if bridge != nil {

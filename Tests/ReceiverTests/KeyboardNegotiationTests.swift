@@ -25,18 +25,23 @@ extension RxSuite {
             tx.close()
         }
 
-        @Test("2: a receiver that does not take keys says why in its hello; the sender sends none", arguments: [1, 2])
+        @Test("2: a receiver that does not take keys says why in its hello; the sender sends none", arguments: [1, 2, 3])
         func refusedUpFront(_ n: Int) throws {
-            let p = try Pair()
+            let p = try Pair(typing: n != 3)
             let sink = try FrameSink()
             let rx = try Receiver(host: "127.0.0.1", port: 0, trust: p.trust, output: .fileDescriptor(sink.writeFD),
                                   keyboard: n == 1 ? .off : ReceiverKeyboard())
             defer { rx.stop(); withExtendedLifetime(sink) {} }
             let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
-                                        receiver: p.receiverID.publicKey, keyboard: n == 1)
+                                        receiver: p.receiverID.publicKey, keyboard: n != 2)
             if n == 1 {
+                // remolo receive --no-keyboard
                 #expect(!tx.keyboardGranted)
                 #expect(tx.receiverHello?.keyboard == .off)
+            } else if n == 3 {
+                // paired, but without the right to type
+                #expect(!tx.keyboardGranted)
+                #expect(tx.receiverHello == ControlHello(features: [], keyboard: .notAllowed))
             } else {
                 // A sender that does not ask says no hello: the base protocol, as before.
                 #expect(tx.receiverHello == nil)

@@ -15,10 +15,12 @@ extension RxSuite {
             let receiverID = Identity.generate()
             let trust: ReceiverTrust
 
-            init(authorized: Bool = true) throws {
+            /// `typing`: the sender may type too (a right of its own).
+            init(authorized: Bool = true, typing: Bool = true) throws {
                 var list = PeerList()
                 if authorized { list.add(senderID.publicKey, label: "test sender") }
                 trust = try ReceiverTrust(identity: receiverID, directory: nil, authorized: list)
+                if authorized && typing { try trust.setKeyboard(senderID.publicKey, .allow) }
             }
 
             /// A receiver on loopback that trusts this sender, its frames

@@ -6,6 +6,5 @@ public final class Keymap: @unchecked Sendable {
   public func strokes(for text: String) -> (strokes: [KeyStroke], untypable: Int) { ([], 0) }
 }
 import RemoloSession
-extension ReceiverTrust { public func mayType(_ p: PublicKey) -> Bool { true } }
 extension ReceiveLoop { var hasKeyboard: Bool { true }; func pushKeys(_ id: SessionID, _ s: [KeyStroke], senderTimeUs: UInt64) -> Bool { true } }
 public enum KeyboardDevice { public static func hasKey(_ c: UInt16) -> Bool { c > 0 && c < 0x2ff } }

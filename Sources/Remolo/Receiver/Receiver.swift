@@ -105,6 +105,7 @@ public final class Receiver: @unchecked Sendable {
                 sessions.forget(id)
             },
             onSession: { channel in
+                Receiver.noteSession(channel, trust: trust, onEvent: onEvent)
                 var kb = SessionKeyboard(policy: keyboard, mayType: trust.mayType(channel.peer),
                                          hasDevice: loop.hasKeyboard, hasKey: KeyboardDevice.hasKey)
                 Receiver.serve(channel, loop: loop, sessions: sessions, keyboard: &kb, tally: keyTally, onEvent: onEvent)
@@ -196,6 +197,18 @@ public final class Receiver: @unchecked Sendable {
                 closed = true
             }
         }
+    }
+
+    /// Records when the sender was last seen and, for a sender that has
+    /// just paired, says whether it may type. Never ends the session: a
+    /// rights file that cannot be written is only reported.
+    static func noteSession(_ channel: ControlChannel, trust: ReceiverTrust, onEvent: @Sendable (String) -> Void) {
+        let peer = channel.peer
+        if channel.result.isPairing {
+            let fp = peer.fingerprint
+            onEvent("paired with sender \(fp): " + (trust.mayType(peer) ? "may type" : "may not type (remolo peers allow-keyboard \(fp))"))
+        }
+        if let problem = trust.noteSeen(peer) { onEvent("note: \(problem)") }
     }
 
     /// Runs on the connection's thread until the session ends.

@@ -31,6 +31,7 @@ public enum ReceiveConfig {
         Key(name: "stats", takesValue: true, example: "10"),
         Key(name: "stats-json", takesValue: false, example: "true"),
         Key(name: "pair", takesValue: false, example: "false"),
+        Key(name: "keyboard", takesValue: true, example: "allow"),
         Key(name: "rt", takesValue: true, example: "50"),
         Key(name: "name", takesValue: true, example: "Remolo pointer"),
         Key(name: "sink", takesValue: true, example: "/var/lib/remolo/frames"),
