@@ -18,7 +18,7 @@ let defaultListenHost = Socket.ipv6Available ? "::" : "0.0.0.0"
 let receiveUsage = """
 usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--keyboard allow|deny] [--rt PRIORITY]
                       [--name NAME] [--sink FILE] [--seconds N] [--record-arrivals FILE]
-                      [--web [ADDR:]PORT] [--no-announce]
+                      [--web [ADDR:]PORT] [--no-announce] [--keymap LAYOUT[:VARIANT]] [--no-keyboard]
 
   --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
               datagrams) (default [::]:\(defaultPort): IPv6 and IPv4; 0.0.0.0
@@ -50,6 +50,13 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
               record every datagram's send and arrival time in the lab's
               trace format (the first session's only); replay your own
               network with `remolo simulate --trace FILE`
+  --keymap LAYOUT[:VARIANT]
+              the keyboard layout text from senders is typed in (e.g. us,
+              de, fr:bepo; default: XKBLAYOUT and XKBVARIANT of
+              /etc/default/keyboard, else us)
+  --no-keyboard
+              take no keys or text from any sender (they are told why); no
+              "Remolo keyboard" device is made
   --no-announce
               do not announce this receiver on the LAN (by default it does,
               as \(RemoloService.type) through avahi-daemon, so that
@@ -68,6 +75,8 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var statsJSON = false
     var pair = false
     var keyboard = KeyboardRight.allow
+    var keymapArg: String?
+    var typing = true
     var rt: Int32 = 0
     var name = PointerDevice.defaultName
     var seconds: Double?
@@ -90,6 +99,8 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         case "--sink": sinkPath = o.value()
         case "--web": webArg = o.value()
         case "--no-announce": announce = false
+        case "--keymap": keymapArg = o.value()
+        case "--no-keyboard": typing = false
         default: o.unknown()
         }
     }
@@ -117,6 +128,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         guard fd >= 0 else { fail("--sink \(path): \(String(cString: strerror(errno))); pick a writable path", code: 1) }
         output = .fileDescriptor(fd)
     }
+    let keymap = typing ? loadKeymap(keymapArg) : nil
     let rx: Receiver
     do {
         let trust = try ReceiverTrust(identity: identity, directory: dir)
@@ -125,7 +137,8 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
                 + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender, or `remolo receive --pair --web 8443` for a phone\n").utf8))
         }
         rx = try Receiver(host: host, port: port, trust: trust, output: output,
-                          realtimePriority: rt, recordArrivals: recorder, onEvent: { say($0) })
+                          realtimePriority: rt, recordArrivals: recorder,
+                          keyboard: typing ? ReceiverKeyboard(enabled: true, keymap: keymap) : .off, onEvent: { say($0) })
     } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
         // After modprobe, a user other than root also needs access to it.
         fail("\(e.message) Then, to run as a normal user: add the udev rule `\(PointerDeviceError.udevRule)` "
@@ -213,6 +226,25 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     if let b = bridge { say("web: \(b.stats.json)") }
     say(statsJSON ? rx.statsJSON : "final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
     if let r = recorder { say(r.summary) }
+}
+
+/// The layout text is typed in: --keymap, else the system's, else us; says
+/// which and why. A layout that does not compile stops the receiver.
+func loadKeymap(_ arg: String?) -> Keymap {
+    let name: KeymapName
+    var source = "--keymap"
+    if let arg {
+        do { name = try KeymapName(parsing: arg) } catch { fail("--keymap: \(error)", code: 2) }
+    } else {
+        (name, source) = KeymapName.systemDefault()
+    }
+    do {
+        let k = try Keymap(name)
+        say("keyboard layout for typed text: \(name) (\(source))")
+        return k
+    } catch {
+        fail("keyboard layout \(name) (\(source)): \(error)", code: 1)
+    }
 }
 
 /// Announces the receiver on the LAN, or says in one line why not; never

@@ -37,6 +37,8 @@ public enum ReceiveConfig {
         Key(name: "sink", takesValue: true, example: "/var/lib/remolo/frames"),
         Key(name: "seconds", takesValue: true, example: "3600"),
         Key(name: "record-arrivals", takesValue: true, example: "/var/lib/remolo/arrivals.trace"),
+        Key(name: "keymap", takesValue: true, example: "de:nodeadkeys"),
+        Key(name: "no-keyboard", takesValue: false, example: "false"),
         Key(name: "no-announce", takesValue: false, example: "false"),
     ]
 
