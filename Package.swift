@@ -93,6 +93,8 @@ let package = Package(
                     path: "Tests/SessionTests"),
         .testTarget(name: "ReceiverTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput"],
                     path: "Tests/ReceiverTests"),
+        // Text to keys with real xkbcommon keymaps (us, de, fr, ...).
+        .testTarget(name: "KeymapTests", dependencies: ["Remolo"], path: "Tests/KeymapTests"),
         .testTarget(name: "InputTests", dependencies: ["RemoloTestSupport", "RemoloInput"], path: "Tests/InputTests"),
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/LabTests"),
