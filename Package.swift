@@ -26,6 +26,9 @@ let package = Package(
                        providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CQREncode", path: "CSources/CQREncode", pkgConfig: "libqrencode",
                        providers: [.apt(["libqrencode-dev"])]),
+        // The receiver's keyboard layout: text becomes keys (docs/keymap.md).
+        .systemLibrary(name: "CXkbcommon", path: "CSources/CXkbcommon", pkgConfig: "xkbcommon",
+                       providers: [.apt(["libxkbcommon-dev"])]),
         // DNS-SD through the Avahi daemon (discovery); the daemon itself is optional.
         // No pkgConfig: avahi-client.pc adds -D_REENTRANT, which SwiftPM
         // refuses with a warning (and glibc no longer needs); the module map
@@ -65,7 +68,7 @@ let package = Package(
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
         .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
         .target(name: "RemoloTrace", path: "Sources/RemoloTrace"),
-        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium", "CEvdev"],
+        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium", "CEvdev", "CXkbcommon"],
                 path: "Sources/Remolo"),
         .target(name: "RemoloLab", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloCore"],
                 path: "Sources/RemoloLab", exclude: ["RESULTS.md", "figures"]),
@@ -90,6 +93,8 @@ let package = Package(
                     path: "Tests/SessionTests"),
         .testTarget(name: "ReceiverTests", dependencies: ["RemoloTestSupport", "Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput"],
                     path: "Tests/ReceiverTests"),
+        // Text to keys with real xkbcommon keymaps (us, de, fr, ...).
+        .testTarget(name: "KeymapTests", dependencies: ["Remolo"], path: "Tests/KeymapTests"),
         .testTarget(name: "InputTests", dependencies: ["RemoloTestSupport", "RemoloInput"], path: "Tests/InputTests"),
         .testTarget(name: "LabTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore"],
                     path: "Tests/LabTests"),
