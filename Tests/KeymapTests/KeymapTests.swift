@@ -132,8 +132,10 @@ func balanced(_ strokes: [KeyStroke]) -> Bool {
         Case(n: 26, keymap: "us", text: "(*-",
              strokes: [down(KEY_LEFTSHIFT)] + tap(KEY_9) + tap(KEY_8) + [up(KEY_LEFTSHIFT)] + tap(KEY_MINUS), untypable: 0),
         // '<' has its own key on a 105-key keyboard (<LSGT>, KEY_102ND), in
-        // the pc105 model of us too: no modifier beats Shift+comma.
-        Case(n: 27, keymap: "us", text: "<", strokes: tap(KEY_102ND), untypable: 0),
+        // the pc105 model of us too; but ANSI keyboards lack it, so us types
+        // Shift+comma, and de (where nothing else types '<') KEY_102ND.
+        Case(n: 27, keymap: "us", text: "<", strokes: [down(KEY_LEFTSHIFT)] + tap(KEY_COMMA) + [up(KEY_LEFTSHIFT)], untypable: 0),
+        Case(n: 32, keymap: "de", text: "<", strokes: tap(KEY_102ND), untypable: 0),
         // Decomposed é (e + U+0301): the e, and the combining accent skipped.
         Case(n: 28, keymap: "fr", text: "e\u{301}", strokes: tap(KEY_E), untypable: 1),
         // docs/keymap.md's examples.

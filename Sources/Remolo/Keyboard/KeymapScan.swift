@@ -41,7 +41,12 @@ struct KeymapScan {
             let kc = xkbCode(code)
             guard xkb_keymap_num_layouts_for_key(keymap, kc) > 0 else { continue }
             let levels = xkb_keymap_num_levels_for_key(keymap, kc, 0)
-            let keypad = Self.keypadCodes.contains(code) || (0..<levels).contains { Self.isKeypad(Self.sym(keymap, kc, $0)) }
+            // KEY_102ND (the key between left Shift and Z on ISO keyboards)
+            // ranks with the keypad: ANSI keyboards have no such key, so a
+            // desktop set up for one (model pc104) types nothing with it. It
+            // is still chosen where no other key types the character (de's <).
+            let keypad = Self.keypadCodes.contains(code) || code == 86
+                || (0..<levels).contains { Self.isKeypad(Self.sym(keymap, kc, $0)) }
             for level in 0..<levels {
                 guard let sym = Self.sym(keymap, kc, level) else { continue }
                 let u = xkb_keysym_to_utf32(sym)
