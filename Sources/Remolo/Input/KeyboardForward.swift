@@ -206,7 +206,7 @@ final class ForwardedKeyboards {
         }
         for k in out { try send(k.code, down: k.down, at: k.t, sender) }
         if letGo {
-            say("remolo: Ctrl+Alt+Esc on \(b.handle.name): letting go (the Esc was not sent)")
+            say("remolo: Ctrl+Alt+Esc on \(b.handle.name): letting go" + (rule.isForwarding(b.id) ? " (its last key was not sent)" : ""))
             return true
         }
         if e != 0 {
