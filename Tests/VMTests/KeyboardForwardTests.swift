@@ -183,6 +183,32 @@ extension VMSuite {
             #expect(CLIProcess.field("keyboard_unplugs", in: device) == 1 && CLIProcess.field("keys_sent", in: device) == 4, "\(device)")
         }
 
+        /// Enter still held when the sender starts (the key that started
+        /// it): the keyboard is grabbed only once Enter is up, so its
+        /// release reaches the local reader that saw its press, and the
+        /// receiver never gets it.
+        @Test func aHeldKeyDelaysTheGrab() throws {
+            let rig = try KeyRig("kbheld")
+            defer { rig.stop() }
+            let mouse = try VirtualDevice.mouse(name: "Test mouse held")
+            let kb = try VirtualDevice.fullKeyboard(name: "Test keyboard held")
+            let local = try EvdevReader(kb.node)
+            kb.keys([(KEY_ENTER, 1)])
+            let tx = try rig.send(["--device", mouse.node, "--grab", "--keyboard", kb.node])
+            #expect(eventually(10) { tx.output.contains("keys held; grabbed once they are all up") }, "\(tx.output)")
+            #expect(!tx.output.contains(") grabbed"), "\(tx.output)")
+            kb.keys([(KEY_ENTER, 0)])
+            #expect(eventually(10) { tx.output.contains("(Test keyboard held) grabbed") }, "\(tx.output)")
+            let seen = local.read(count: 4, timeoutMs: 3000, settleMs: 100)
+            #expect(seen.filter { $0.type == UInt16(EV_KEY) } == [.key(KEY_ENTER, true), .key(KEY_ENTER, false)], "\(seen)")
+            kb.keys([(KEY_A, 1), (KEY_A, 0)])
+            #expect(eventually(10) { rig.counters.keyEvents == 2 }, "\(rig.counters)")
+            #expect(local.read(count: 1, timeoutMs: 50, settleMs: 0).isEmpty, "keys leaked past the grab")
+            tx.signal(SIGINT)
+            #expect(tx.wait(upTo: 20) == 0, "\(tx.output)")
+            #expect(rig.counters.keyMessages == 2 && rig.nothingRefused, "\(rig.counters)")
+        }
+
         /// A receiver that takes no keys (`--no-keyboard`): the sender says
         /// why once and leaves the keyboard to this machine (not grabbed);
         /// its chord still lets go.

@@ -79,11 +79,12 @@ final class EvdevHandle {
 
     /// EVIOCGRAB: only this reader gets the device's events (the local
     /// pointer stops moving). The kernel drops the grab when the fd closes.
-    func grab() throws(InputDeviceError) {
+    /// `option`: the flag that asked for it, named in the error.
+    func grab(option: String = "--grab") throws(InputDeviceError) {
         let rc = libevdev_grab(dev, LIBEVDEV_GRAB)
         guard rc == 0 else {
             throw InputDeviceError(rc == -EBUSY
-                ? "\(path) (\(name)) is already grabbed by another program; close it or send without --grab"
+                ? "\(path) (\(name)) is already grabbed by another program; close it or send without \(option)"
                 : "cannot grab \(path): \(String(cString: strerror(-rc)))")
         }
         grabbed = true

@@ -147,7 +147,7 @@ final class ForwardedKeyboards {
         guard granted == true else { return }
         for b in boards where !rule.isForwarding(b.id) && !b.grabFailed && rule.keysDown(b.id).isEmpty {
             do {
-                try b.handle.grab()
+                try b.handle.grab(option: "--keyboard")
             } catch {
                 if strict { throw error }
                 b.grabFailed = true
