@@ -9,9 +9,10 @@ usage: remolo devices
 
 Lists /dev/input/event* with what each one is to `remolo send --device`:
 touchpad (multi-touch protocol B with a resolution) and mouse are usable;
-keyboards are only watched for the let-go chord (Ctrl+Alt+Esc); every other
-device says why it is not usable. `--device auto` takes the first touchpad,
-else the first mouse. Reading needs root or membership of the input group.
+keyboards are watched for the let-go chord (Ctrl+Alt+Esc) and forwarded
+with `remolo send --keyboard`; every other device says why it is not
+usable. `--device auto` takes the first touchpad, else the first mouse.
+Reading needs root or membership of the input group.
 """
 
 @Sendable func devicesCommand(_ args: [String]) {
@@ -23,7 +24,7 @@ else the first mouse. Reading needs root or membership of the input group.
     }
     let width = all.map(\.path.count).max() ?? 0
     for d in all {
-        let kind = d.kind.map { $0 == .keyboard ? "keyboard (chord only)" : $0.rawValue } ?? "not usable"
+        let kind = d.kind.map { $0 == .keyboard ? "keyboard" : $0.rawValue } ?? "not usable"
         say(d.path.padding(toLength: width + 2, withPad: " ", startingAt: 0)
             + kind.padding(toLength: 23, withPad: " ", startingAt: 0)
             + "\"\(d.name)\": \(d.note)")

@@ -11,10 +11,10 @@ import RemoloDiscovery
 let sendUsage = """
 usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
                    [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect] [--over udp|tcp]
-       remolo send [--to HOST:PORT] --device PATH|auto [--grab] [--accel A]
-                   [--pointer-speed S] [--scroll-speed S] [--no-natural-scroll]
-                   [--no-tap] [--frame-hz HZ] [--touchpad-size WxH]
-                   [--seconds N] [--over udp|tcp]
+       remolo send [--to HOST:PORT] --device PATH|auto [--grab [--keyboard PATH|auto]]
+                   [--accel A] [--pointer-speed S] [--scroll-speed S]
+                   [--no-natural-scroll] [--no-tap] [--frame-hz HZ]
+                   [--touchpad-size WxH] [--seconds N] [--over udp|tcp]
 
   --to        the receiver (remolo receive --listen ...): HOST:PORT,
               [IPV6]:PORT, or a host alone (port \(defaultPort)); an IPv6
@@ -40,6 +40,16 @@ A device (`remolo devices` lists them):
               else the first mouse); sends until let go, or --seconds N
   --grab      take the device exclusively (EVIOCGRAB): the local pointer
               stays still while it drives the receiver's
+  --keyboard  forward a keyboard too (needs --device and --grab): an event
+              node, or auto (every keyboard with the letters A-Z, the
+              pointer device and a receiver's own devices excepted, and
+              those plugged in later). Each is grabbed once no key is held
+              on it, so its keys reach only the receiver: presses and
+              releases, at their kernel time; never autorepeat (the
+              receiver's desktop repeats held keys). A receiver that does
+              not take keys (older version, --no-keyboard, this sender not
+              allowed) is said once with its reason; the keyboards are then
+              not grabbed and type on this machine, and the pointer goes on
   --accel     the touch curve's strength, 0 (off) to 10 (default 1); a mouse
               moves 1:1 (the receiver's compositor accelerates it)
   --pointer-speed  pixels per point, 0.05-20 (default 1)
@@ -50,12 +60,14 @@ A device (`remolo devices` lists them):
   --touchpad-size  the touchpad's width x height in millimetres (e.g.
               100x60), for one that reports no resolution (or a wrong one);
               default: from the device's ABS_MT_POSITION resolution
-  Let go: Ctrl+Alt+Esc held on any keyboard of this machine (read, never
-  grabbed), or Ctrl+C / SIGTERM. Either way the grab ends and every held
-  button is released on the receiver. With --device the sender always
-  reconnects (one line says so); motion of an outage is dropped. A device
-  unplugged or gone across a suspend is said so, its buttons released, and
-  read again when it comes back.
+  Let go: Ctrl+Alt+Esc held on any keyboard of this machine (read; grabbed
+  only with --keyboard, and the Esc that completes the chord is never
+  sent), or Ctrl+C / SIGTERM. Either way the grabs end and every held
+  button and key is released on the receiver. With --device the sender
+  always reconnects (one line says so); motion and keys of an outage are
+  dropped (a key still held is pressed again on the new session). A device
+  or keyboard unplugged or gone across a suspend is said so, its buttons
+  or keys released, and read again when it comes back.
 
 The sender pings every second; a receiver that answers nothing for 6 s, closes
 the connection or says bye ends the session, and the sender says why.
@@ -92,6 +104,9 @@ the connection or says bye ends the session, and the sender says why.
         case "--seconds": seconds = o.double(in: 0...86_400); secondsGiven = true
         case "--device": device = o.value()
         case "--grab": run.grab = true
+        case "--keyboard":
+            let v = o.value()
+            run.keyboard = v == "auto" ? .automatic : .node(v)
         case "--accel": run.input.acceleration = o.double(in: 0...10)
         case "--pointer-speed": run.input.pointerSpeed = o.double(in: 0.05...20)
         case "--scroll-speed": run.input.scrollSpeed = o.double(in: 0.05...20)
@@ -118,6 +133,10 @@ the connection or says bye ends the session, and the sender says why.
     }
     if device != nil && gestureGiven { fail("--device and --gesture exclude each other: send a device's input or a synthetic gesture") }
     if device == nil && run.grab { fail("--grab needs --device PATH|auto") }
+    if run.keyboard != nil && (device == nil || !run.grab) {
+        fail("--keyboard needs --device PATH|auto and --grab: keys are forwarded only from a keyboard this sender "
+             + "holds exclusively, next to a pointer it holds the same way (e.g. --device auto --grab --keyboard auto)")
+    }
     if device == nil && run.touchpadSizeMm != nil { fail("--touchpad-size needs --device PATH|auto") }
     let (dir, identity) = loadIdentity()
     if to == nil && code != nil {
@@ -133,7 +152,7 @@ the connection or says bye ends the session, and the sender says why.
     do {
         if let code {
             tx = try Sender.pair(host: host, port: port, identity: identity, code: code,
-                                 directory: dir, label: label)
+                                 directory: dir, label: label, keyboard: run.keyboard != nil)
             say("paired with receiver \(tx.channel.peer.fingerprint)")
         } else {
             // A missing file is an empty list; an unreadable one is an error
@@ -146,7 +165,10 @@ the connection or says bye ends the session, and the sender says why.
                      : "not paired with \(label) (known: \(known.entries.map(\.label).joined(separator: ", "))); pair with --pair CODE",
                      code: 1)
             }
-            tx = try Sender.connect(host: host, port: port, identity: identity, receiver: receiver)
+            // With --keyboard the device run says whether the receiver
+            // takes keys, and why not, once.
+            tx = try Sender.connect(host: host, port: port, identity: identity, receiver: receiver,
+                                    keyboard: run.keyboard != nil)
         }
     } catch {
         fail("\(error)", code: 1)
@@ -193,7 +215,7 @@ private func runSession(_ tx: Sender, _ body: () throws -> Void) -> String? {
           + " scroll_h_q8 \(s.totalScrollH) errors \(s.sendErrors + s.sessionsLost)"
           + " sessions_lost \(s.sessionsLost) reconnects \(s.reconnects) frames_dropped \(s.framesDropped)"
           + " fallback \(s.fallbackMessages) fallback_dx_q8 \(s.fallbackDX) fallback_dy_q8 \(s.fallbackDY)"
-          + " to_tcp \(s.switchesToTCP) to_udp \(s.switchesToUDP)")
+          + " to_tcp \(s.switchesToTCP) to_udp \(s.switchesToUDP) keys \(tx.keyStats.sent) keys_refused \(tx.keyStats.refused)")
     return failure
 }
 
@@ -207,7 +229,9 @@ func sendDevice(_ tx: Sender, _ options: DeviceRunOptions) -> Never {
               + " sample_to_send_us_p50 \(r.sampleToSendUs.p50) sample_to_send_us_p99 \(r.sampleToSendUs.p99)"
               + " sample_to_send_us_max \(r.sampleToSendUs.max) cpu_pct \(String(format: "%.3f", r.cpuPercent))"
               + " thread_cpu_pct \(String(format: "%.3f", r.threadCPUPercent))"
-              + " seconds \(String(format: "%.1f", r.seconds)) unplugs \(r.unplugs) overflows \(r.overflows)")
+              + " seconds \(String(format: "%.1f", r.seconds)) unplugs \(r.unplugs) overflows \(r.overflows)"
+              + " keys_sent \(r.keysSent) keys_not_sent \(r.keysNotSent) repeats_ignored \(r.repeatsIgnored)"
+              + " keyboard_unplugs \(r.keyboardUnplugs)")
     }
     if let failure { fail(failure, code: 1) }
     exit(0)

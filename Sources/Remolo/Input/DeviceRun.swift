@@ -1,5 +1,6 @@
 // `remolo send --device`: one thread polls the pointer device, the
-// machine's keyboards (for the let-go chord) and a signalfd, feeds the
+// machine's keyboards (forwarded with --keyboard, KeyboardForward.swift;
+// the others watched for the let-go chord) and a signal pipe, feeds the
 // samples to an InputCore and sends each frame when its time comes.
 internal import CEvdev
 internal import Glibc
@@ -19,6 +20,10 @@ public struct DeviceRunOptions: Sendable {
     public var transport = SenderTransport.udp
     /// Watch the keyboards for Ctrl+Alt+Esc.
     public var chord = true
+    /// Keyboards whose keys go to the receiver (grabbed while it takes
+    /// them); nil: none. The Sender must have asked for the keyboard
+    /// (`Sender.connect(..., keyboard: true)`).
+    public var keyboard: KeyboardChoice?
     public var input = InputConfig()
     /// A touchpad's size, for one that reports no resolution (or a wrong one).
     public var touchpadSizeMm: TouchpadSize?
@@ -47,15 +52,26 @@ public struct DeviceRunReport: Sendable {
     public var unplugs: UInt64 = 0
     /// Kernel buffer overflows (SYN_DROPPED): the sender fell behind.
     public var overflows: UInt64 = 0
+    /// Key messages sent (presses and releases; the releases at let-go and
+    /// keys pressed again on a new session included).
+    public var keysSent: UInt64 = 0
+    /// Presses and releases of forwarded keyboards not sent: they came
+    /// while the session was out (never sent late).
+    public var keysNotSent: UInt64 = 0
+    /// Autorepeat events (value 2) of forwarded keys: never sent.
+    public var repeatsIgnored: UInt64 = 0
+    /// Forwarded keyboards that went away (unplugged, suspended).
+    public var keyboardUnplugs: UInt64 = 0
 }
 
 extension Sender {
-    /// Sends a touchpad's or a mouse's input until `options.seconds` pass,
-    /// Ctrl+Alt+Esc is held on any keyboard, or SIGINT/SIGTERM comes. Every
-    /// way out releases the grab and every button held (on the receiver
+    /// Sends a touchpad's or a mouse's input, and with `options.keyboard`
+    /// the keys of keyboards, until `options.seconds` pass, Ctrl+Alt+Esc is
+    /// held on any keyboard, or SIGINT/SIGTERM comes. Every way out
+    /// releases the grabs and every button and key held (on the receiver
     /// too). A device that goes away (unplugged, or removed across a
-    /// suspend) is said so, its buttons released, and read again when it
-    /// comes back.
+    /// suspend) is said so, its buttons or keys released, and read again
+    /// when it comes back.
     public func runDevice(_ options: DeviceRunOptions, say: @escaping (String) -> Void) throws -> DeviceRunReport {
         let info = try options.path.map { p throws(InputDeviceError) -> InputDeviceInfo in
             let i = InputDevices.probe(p, touchpadSizeMm: options.touchpadSizeMm)
@@ -84,11 +100,17 @@ extension Sender {
         let sfd = SignalPipe.install()
         defer { SignalPipe.uninstall() }
 
+        let forwarded = try options.keyboard.map { c throws(InputDeviceError) in
+            try ForwardedKeyboards(c, pointer: info, chord: options.chord, say: say)
+        }
+        let keysAtStart = keyStats.sent
         var keyboards: [ChordWatcher] = options.chord
-            ? InputDevices.nodes().filter { $0 != info.path }.compactMap { ChordWatcher(path: $0) } : []
+            ? InputDevices.nodes().filter { $0 != info.path && forwarded?.paths.contains($0) != true }.compactMap { ChordWatcher(path: $0) } : []
         let what = "\(info.path) (\(info.name), \(info.kind?.rawValue ?? "?"): \(info.note))"
         say("reading \(what)\(options.grab ? ", grabbed" : "")"
-            + (options.chord ? "; let go with Ctrl+Alt+Esc (\(keyboards.count) keyboards watched) or Ctrl+C" : "; let go with Ctrl+C"))
+            + (forwarded.map { "; keys of \($0.count) keyboard\($0.count == 1 ? "" : "s") to the receiver\($0.count > 0 ? ": " + $0.names : "")" } ?? "")
+            + (options.chord ? "; let go with Ctrl+Alt+Esc (\(keyboards.count + (forwarded?.count ?? 0)) keyboards watched) or Ctrl+C" : "; let go with Ctrl+C"))
+        try forwarded?.maintain(self, strict: true)
 
         let startWall = MonotonicClock.seconds()
         let startCPU = Self.cpuSeconds(CLOCK_PROCESS_CPUTIME_ID)
@@ -124,11 +146,14 @@ extension Sender {
                 }
             }
             core.isSessionOpen = isConnected
+            try forwarded?.maintain(self)
             let wall = MonotonicClock.seconds()
             if let deadline, wall >= deadline { report.endedBy = "time"; break }
 
             var fds: [pollfd] = []
             if let s = source { fds.append(pollfd(fd: s.fd, events: Int16(POLLIN), revents: 0)) }
+            let fwBase = fds.count
+            for fd in forwarded?.fds ?? [] { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
             let kbBase = fds.count
             for k in keyboards { fds.append(pollfd(fd: k.fd, events: Int16(POLLIN), revents: 0)) }
             if sfd >= 0 { fds.append(pollfd(fd: sfd, events: Int16(POLLIN), revents: 0)) }
@@ -144,6 +169,12 @@ extension Sender {
                 report.endedBy = "signal"
                 say("remolo: \(Int32(sig) == SIGINT ? "SIGINT" : "SIGTERM"): letting go")
                 break loop
+            }
+            if let f = forwarded {
+                // Backwards: a keyboard that is gone leaves the list.
+                for i in (0..<(kbBase - fwBase)).reversed() where fds[fwBase + i].revents != 0 {
+                    if try f.read(i, self) { report.endedBy = "chord"; break loop }
+                }
             }
             for (i, k) in keyboards.enumerated() where fds[kbBase + i].revents != 0 {
                 let r = k.read()
@@ -170,11 +201,16 @@ extension Sender {
                     nextProbe = 0
                 }
             }
-            if options.chord && MonotonicClock.seconds() >= nextKeyboardScan {
-                nextKeyboardScan = MonotonicClock.seconds() + 2
-                let watched = Set(keyboards.map(\.handle.path))
+            if (options.chord || forwarded != nil) && MonotonicClock.seconds() >= nextKeyboardScan {
+                // A forwarded keyboard that went away is looked for as
+                // often as the pointer device.
+                nextKeyboardScan = MonotonicClock.seconds() + (forwarded?.lost.isEmpty == false ? 0.25 : 2)
+                let watched = Set(keyboards.map(\.handle.path)).union(forwarded?.paths ?? [])
                 for node in InputDevices.nodes() where node != source?.path && !watched.contains(node) {
-                    if let k = ChordWatcher(path: node) { keyboards.append(k) }
+                    if forwarded?.claims(node) == true { continue }
+                    if options.chord, let k = ChordWatcher(path: node) {
+                        keyboards.append(k)
+                    }
                 }
             }
             if source == nil && MonotonicClock.seconds() >= nextProbe {
@@ -188,8 +224,15 @@ extension Sender {
             }
         }
         try releaseEverything()
+        try forwarded?.letGo(self)
         source?.handle.ungrab()
         source = nil
+        if let f = forwarded {
+            report.keysSent = keyStats.sent - keysAtStart
+            report.keysNotSent = f.notSent
+            report.repeatsIgnored = f.repeatsIgnored
+            report.keyboardUnplugs = f.unplugs
+        }
 
         report.seconds = MonotonicClock.seconds() - startWall
         if report.seconds > 0 {

@@ -1,6 +1,7 @@
 // Input devices of the sending machine, read through libevdev: a touchpad
 // (multi-touch protocol B) or a mouse becomes InputCore samples; a keyboard
-// is only watched for the let-go chord.
+// is watched for the let-go chord (and forwarded with --keyboard:
+// KeyboardForward.swift).
 //
 // References: the kernel's Documentation/input/multi-touch-protocol.rst
 // (slots, tracking ids), Documentation/input/event-codes.rst (INPUT_PROP_*,
@@ -17,7 +18,8 @@ public enum InputDeviceKind: String, Sendable, Equatable {
     case touchpad
     /// Relative X/Y and buttons: motion, buttons, wheel.
     case mouse
-    /// Not a pointer: watched (never grabbed) for the let-go chord.
+    /// Not a pointer: watched for the let-go chord; its keys are forwarded
+    /// (grabbed) only with `remolo send --keyboard`.
     case keyboard
 }
 
@@ -269,7 +271,7 @@ final class PointerSource {
     }
 }
 
-/// A keyboard watched (never grabbed) for the let-go chord: Ctrl, Alt and
+/// A keyboard watched (not grabbed) for the let-go chord: Ctrl, Alt and
 /// Esc held together, left or right modifiers alike.
 final class ChordWatcher {
     let handle: EvdevHandle

@@ -79,11 +79,12 @@ final class EvdevHandle {
 
     /// EVIOCGRAB: only this reader gets the device's events (the local
     /// pointer stops moving). The kernel drops the grab when the fd closes.
-    func grab() throws(InputDeviceError) {
+    /// `option`: the flag that asked for it, named in the error.
+    func grab(option: String = "--grab") throws(InputDeviceError) {
         let rc = libevdev_grab(dev, LIBEVDEV_GRAB)
         guard rc == 0 else {
             throw InputDeviceError(rc == -EBUSY
-                ? "\(path) (\(name)) is already grabbed by another program; close it or send without --grab"
+                ? "\(path) (\(name)) is already grabbed by another program; close it or send without \(option)"
                 : "cannot grab \(path): \(String(cString: strerror(-rc)))")
         }
         grabbed = true
@@ -100,7 +101,7 @@ final class EvdevHandle {
         var i = InputDeviceInfo(path: path, name: name, kind: nil, note: "")
         let bus = libevdev_get_id_bustype(dev)
         if bus == BUS_VIRTUAL && name.hasPrefix("Remolo") {
-            i.note = "a Remolo receiver's own pointer: sending it would feed back into itself"
+            i.note = "a Remolo receiver's own \(name.hasSuffix("keyboard") ? "keyboard" : "pointer"): sending it would feed back into itself"
             return i
         }
         if has(EV_ABS, ABS_MT_POSITION_X) && has(EV_ABS, ABS_MT_POSITION_Y) {
@@ -135,7 +136,7 @@ final class EvdevHandle {
         }
         if has(EV_KEY, KEY_ESC) && has(EV_KEY, KEY_LEFTCTRL) && has(EV_KEY, KEY_LEFTALT) {
             i.kind = .keyboard
-            i.note = "a keyboard: watched, never grabbed, for the let-go chord Ctrl+Alt+Esc"
+            i.note = "a keyboard: watched for the let-go chord Ctrl+Alt+Esc; `remolo send --keyboard` forwards its keys (grabbed)"
             return i
         }
         if has(EV_ABS, ABS_X) && has(EV_KEY, BTN_TOUCH) {
