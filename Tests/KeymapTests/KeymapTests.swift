@@ -151,6 +151,12 @@ func balanced(_ strokes: [KeyStroke]) -> Bool {
         #expect(strokes == c.strokes, "\(c.n): got \(strokes)")
         #expect(untypable == c.untypable, "\(c.n)")
         #expect(balanced(strokes), "\(c.n): \(strokes)")
+        // Read back through the same layout, the strokes type the text
+        // less what was untypable ("\r\n" and "\r" read back as "\n").
+        if c.untypable == 0 {
+            let want = c.text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
+            #expect(Maps.named(c.keymap).text(typedBy: strokes) == want, "\(c.n)")
+        }
     }
 
     /// Every printable ASCII character types in us and, typed alone, ends
@@ -163,6 +169,7 @@ func balanced(_ strokes: [KeyStroke]) -> Bool {
         }
         let (s, u) = Maps.us.strokes(for: ascii)
         #expect(u == 0 && balanced(s))
+        #expect(Maps.us.text(typedBy: s) == ascii)
     }
 
     /// The keys used are the kernel's (no <LVL3> 84, no 195-199) and

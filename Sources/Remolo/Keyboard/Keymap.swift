@@ -161,6 +161,25 @@ public final class Keymap: @unchecked Sendable {
         return (out, untypable)
     }
 
+    /// What a desktop with this layout types for `strokes` (key presses and
+    /// releases as a keyboard device gave them), from a state with no
+    /// modifier held: each press's character, "\n" for Enter. The inverse of
+    /// `strokes(for:)`, for showing what a keyboard device actually typed.
+    public func text(typedBy strokes: [KeyStroke]) -> String {
+        lock.withLock { _ in
+            guard let state = xkb_state_new(keymap) else { return "" }
+            defer { xkb_state_unref(state) }
+            var out = ""
+            for s in strokes {
+                if s.down, let u = Unicode.Scalar(xkb_state_key_get_utf32(state, xkbCode(s.code))), u.value != 0 {
+                    out.unicodeScalars.append(u.value == 0x0D ? "\n" : u)
+                }
+                update(state, s.code, down: s.down)
+            }
+            return out
+        }
+    }
+
     private func update(_ state: OpaquePointer, _ code: UInt16, down: Bool) {
         _ = xkb_state_update_key(state, xkbCode(code), down ? XKB_KEY_DOWN : XKB_KEY_UP)
     }
