@@ -196,3 +196,79 @@ extension RxSuite {
         }
     }
 }
+
+extension RxSuite {
+    /// The keyboard device's own write path in fd mode: frames, SysRq,
+    /// recovery after a failed write, release of everything held.
+    @Suite struct KeyboardDeviceTests {
+        typealias K = KeyLoopTests
+        static let alt: UInt16 = 56, sysrq: UInt16 = 99
+
+        static func syn() -> Event { Event(type: Event.evSyn, code: 0, value: 0) }
+
+        @Test("1: a press and its release in one frame are split by a SYN_REPORT, in one write")
+        func pressAndReleaseSplit() throws {
+            let sink = try FrameSink()
+            let d = try KeyboardDevice(fileDescriptor: sink.writeFD)
+            try d.write([K.ch(K.a, true), K.ch(K.b, true), K.ch(K.a, false)])
+            #expect(sink.drain() == [[.key(K.a, true), .key(K.b, true), Self.syn(), .key(K.a, false), Self.syn()]])
+            #expect(throws: KeyboardDeviceError.self) { try d.write([K.ch(116, true)]) }   // KEY_POWER
+            #expect(throws: KeyboardDeviceError.self) { try d.write((16...32).map { K.ch($0, true) }) }
+            #expect(try d.write([]) == 0)
+            #expect(sink.drain().isEmpty)
+        }
+
+        @Test("2: SysRq is never written while Alt is held (Alt+SysRq is the kernel's)")
+        func sysrqWithAlt() throws {
+            let sink = try FrameSink()
+            let d = try KeyboardDevice(fileDescriptor: sink.writeFD)
+            let cases: [(Int, [KeyChange], [[Event]])] = [
+                (1, [K.ch(Self.sysrq, true)], [[.key(Self.sysrq, true), Self.syn()]]),       // Print Screen alone
+                (2, [K.ch(Self.sysrq, false)], [[.key(Self.sysrq, false), Self.syn()]]),
+                (3, [K.ch(Self.alt, true), K.ch(Self.sysrq, true)], [[.key(Self.alt, true), Self.syn()]]),
+                (4, [K.ch(Self.sysrq, false)], []),
+                (5, [K.ch(Self.alt, false)], [[.key(Self.alt, false), Self.syn()]]),
+                (6, [K.ch(100, true)], [[.key(100, true), Self.syn()]]),                     // AltGr is an Alt too
+                (7, [K.ch(Self.sysrq, true)], []),
+                (8, [K.ch(100, false), K.ch(Self.sysrq, false)], [[.key(100, false), Self.syn()]]),
+            ]
+            for (n, changes, want) in cases {
+                try d.write(changes)
+                #expect(sink.drain() == want, "case \(n)")
+            }
+            #expect(d.dev.pointee.sysrq_dropped == 2)
+        }
+
+        @Test("3: a failed write's keys are written first on the next, releases before presses")
+        func failedWriteReconciled() throws {
+            let sink = try FrameSink()
+            let d = try KeyboardDevice(fileDescriptor: sink.writeFD)
+            let good = dup(sink.writeFD), readOnly = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            try #require(good >= 0 && readOnly >= 0)
+            defer { close(good); close(readOnly) }
+            try d.write([K.ch(K.ctrl, true), K.ch(K.a, true)])
+            try #require(dup2(readOnly, sink.writeFD) == sink.writeFD)
+            #expect(throws: KeyboardDeviceError.self) { try d.write([K.ch(K.a, false), K.ch(K.b, true)]) }
+            try #require(dup2(good, sink.writeFD) == sink.writeFD)
+            try d.write([K.ch(K.c, true)])
+            #expect(sink.drain() == [[.key(K.ctrl, true), .key(K.a, true), Self.syn()],
+                                     [.key(K.a, false), Self.syn()], [.key(K.b, true), Self.syn()],
+                                     [.key(K.c, true), Self.syn()]])
+        }
+
+        @Test("4: releaseAll lets go of every held key, 16 a frame")
+        func releaseAll() throws {
+            let sink = try FrameSink()
+            let d = try KeyboardDevice(fileDescriptor: sink.writeFD)
+            let codes = Array(UInt16(16)...UInt16(35))
+            try d.write(codes.prefix(16).map { K.ch($0, true) })
+            try d.write(codes.suffix(4).map { K.ch($0, true) })
+            sink.drain()
+            #expect(try d.releaseAll() > 0)
+            let frames = sink.drain()
+            #expect(frames.map(\.count) == [17, 5])
+            #expect(frames.flatMap { $0 }.filter(\.isKeyboardKey) == codes.map { .key($0, false) })
+            #expect(try d.releaseAll() == 0)
+        }
+    }
+}
