@@ -31,7 +31,7 @@ package final class RawLoop: @unchecked Sendable {
     package init(config: rx_config, device: PointerDevice, keyboard: KeyboardDevice? = nil) throws(SystemError) {
         let raw = UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(),
                                                    alignment: Int(REMOLO_RX_LOOP_ALIGN))
-        // The struct is large (~300 KB, mostly playout rings): zero it once
+        // The struct is large (~900 KB, mostly playout rings): zero it once
         // here, so no page is first touched on the loop thread.
         raw.initializeMemory(as: UInt8.self, repeating: 0, count: rx_loop_size())
         var cfg = config
