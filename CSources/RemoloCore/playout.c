@@ -389,8 +389,8 @@ static uint64_t applied_delay(struct playout *p, uint64_t rx_us, uint64_t tx_us,
 }
 
 /* Where a packet plays: feeds the clock and the delay with its arrival and
- * returns its slot (sender time + offset + delay); *late when it arrived
- * after that. */
+ * fills *pl: its slot (sender time + offset + delay), whether it arrived
+ * after that, and the interval its motion spreads over. */
 struct placed {
 	uint64_t slot;
 	int64_t interval;
