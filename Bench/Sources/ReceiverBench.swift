@@ -18,8 +18,16 @@ import RemoloSystem
 //                       provided buffer, open, push, drain) per datagram
 //   rx.allocs_per_batch heap allocations in the whole process while a
 //                       batch went through (the loop allocates nothing)
+//   rx.key_to_write_us  one key change pushed as a command (RX_OP_KEYS, the
+//     .p50/.p99         control channel's path) until its keyboard frame is
+//                       read from the loop's fd-mode sink (a SOCK_SEQPACKET
+//                       pair; the reader's wake-up is included): the
+//                       playout delay (2 ms at start) plus the wait for the
+//                       next 480 Hz tick, pushes spread over the tick's
+//                       phases
 func receiverBenches() -> [BenchCase] {
-    [BenchCase(name: "rx.datagram") { s in receiverDatagramBench(s) }]
+    [BenchCase(name: "rx.datagram") { s in receiverDatagramBench(s) },
+     BenchCase(name: "rx.key_to_write_us") { s in keyToWriteBench(s) }]
 }
 
 let rxKey: [UInt8] = (0..<32).map { UInt8(0x21 + $0) }
@@ -35,12 +43,13 @@ final class BenchLoop {
 
     /// - rtPriority: SCHED_FIFO on the loop thread (0: off).
     /// - recordFd: the write end of a non-blocking pipe for arrival records (-1: off).
-    init(rtPriority: Int32 = 0, recordFd: Int32 = -1) {
+    /// - output: where the frames go (a dup is kept; default /dev/null).
+    init(rtPriority: Int32 = 0, recordFd: Int32 = -1, output: Int32? = nil) {
         do {
             sock = try Socket.bindUDP(host: "127.0.0.1", port: 0)
             port = try Socket.boundPort(sock)
         } catch { fatalError("rx bench: \(error)") }
-        sink = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        sink = output.map { dup($0) } ?? open("/dev/null", O_WRONLY | O_CLOEXEC)
         do { raw = try RawLoop(socket: sock, output: sink, realtimePriority: rtPriority, recordFD: recordFd) }
         catch { fatalError("rx bench: \(error)") }
         precondition(raw.start(wait: 2), "io_uring unavailable")
@@ -136,4 +145,83 @@ private func receiverDatagramBench(_ settings: BenchSettings) -> [BenchResult] {
     return [BenchResult(name: "rx.datagram_ns", value: median(samples), unit: "ns"),
             BenchResult(name: "rx.loop_cpu_ns", value: median(loopCPU), unit: "ns"),
             BenchResult(name: "rx.allocs_per_batch", value: allocs.max() ?? .nan, unit: "allocs")]
+}
+
+/// Reads the loop's frames from a SOCK_SEQPACKET sink on a thread of its
+/// own and stamps each keyboard frame (KEY_* codes, below the first BTN_*)
+/// as it is read.
+private final class KeyFrameClock: @unchecked Sendable {
+    // @unchecked Sendable: `stamps` is behind its lock; the fds are fixed.
+    let read: Int32, write: Int32
+    private let lock = NSLock()
+    private var stamps: [UInt64] = []
+    private let done = DispatchSemaphore(value: 0)
+
+    init() {
+        var fds: [Int32] = [-1, -1]
+        precondition(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+        (read, write) = (fds[0], fds[1])
+        let t = Thread { [self] in
+            var buf = [UInt8](repeating: 0, count: 4096)
+            let size = MemoryLayout<input_event>.stride
+            while true {
+                let n = buf.withUnsafeMutableBytes { recv(read, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+                let now = monotonicNs()
+                let keys = buf.withUnsafeBytes { raw in
+                    stride(from: 0, to: n, by: size).contains { off in
+                        let e = raw.load(fromByteOffset: off, as: input_event.self)
+                        return e.type == UInt16(EV_KEY) && e.code < 0x100
+                    }
+                }
+                if keys { lock.withLock { stamps.append(now) } }
+            }
+            done.signal()
+        }
+        t.name = "bench-keys"
+        t.start()
+    }
+
+    var count: Int { lock.withLock { stamps.count } }
+    func stamp(_ i: Int) -> UInt64 { lock.withLock { stamps[i] } }
+
+    /// After the loop stopped (its write end closed with the sink's dup).
+    func finish() {
+        shutdown(write, Int32(SHUT_WR))
+        done.wait()
+        close(read)
+        close(write)
+    }
+}
+
+private func keyToWriteBench(_ settings: BenchSettings) -> [BenchResult] {
+    precondition(wire_crypto_init() == 0)
+    let clock = KeyFrameClock()
+    var lat: [Double] = []
+    do {
+        let loop = BenchLoop(output: clock.write)
+        let id = try! SessionID(bytes: rxID)
+        let n = settings.quick ? 20 : 400
+        var rng = BenchRandom(seed: 7)
+        for i in 0..<n {
+            var c = RawLoop.command(RX_OP_KEYS, id)
+            c.nkeys = 1
+            c.keys.0 = playout_key(code: 30, down: i % 2 == 0 ? 1 : 0)     // KEY_A
+            let before = clock.count
+            let t0 = monotonicNs()
+            c.pkt.tx_us = t0 / 1000
+            let seq = loop.raw.push(c)
+            precondition(seq >= 0, "rx.key_to_write: the command ring refused (\(seq))")
+            let deadline = t0 + 1_000_000_000
+            while clock.count == before && monotonicNs() < deadline { sched_yield() }
+            precondition(clock.count > before, "rx.key_to_write: no keyboard frame within 1 s")
+            precondition(loop.raw.result(seq) == 0, "rx.key_to_write: key refused")
+            lat.append(Double(clock.stamp(before) - t0) / 1000)
+            // The next push at another phase of the 480 Hz tick.
+            usleep(UInt32(3_000 + rng.next() % 5_000))
+        }
+    }
+    clock.finish()
+    return [BenchResult(name: "rx.key_to_write_us.p50", value: quantile(lat, 0.5), unit: "us"),
+            BenchResult(name: "rx.key_to_write_us.p99", value: quantile(lat, 0.99), unit: "us")]
 }

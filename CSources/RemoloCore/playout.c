@@ -208,8 +208,9 @@ static void btn_push(struct playout *p, uint64_t at_us, uint32_t idx, uint8_t do
 }
 
 /* Emits due button events, at most one transition per button per tick so
- * that a click never becomes a down and up inside one SYN_REPORT frame. */
-static void btn_drain(struct playout *p, uint64_t now_us, struct playout_out *out)
+ * that a click never becomes a down and up inside one SYN_REPORT frame;
+ * none due after limit_us. */
+static void btn_drain(struct playout *p, uint64_t now_us, uint64_t limit_us, struct playout_out *out)
 {
 	struct btnq *b = &p->b;
 	uint8_t seen = 0;
@@ -218,7 +219,7 @@ static void btn_drain(struct playout *p, uint64_t now_us, struct playout_out *ou
 		struct btnq_event *e = &b->ev[b->head & BTNQ_MASK];
 		uint8_t bit = (uint8_t)(1u << (e->code - PLAYOUT_BTN_FIRST));
 
-		if (diff(e->at_us, now_us) > 0 || (seen & bit))
+		if (diff(e->at_us, now_us) > 0 || diff(e->at_us, limit_us) > 0 || (seen & bit))
 			break;
 		b->head++;
 		if (!!(b->state & bit) == e->down)
@@ -387,21 +388,25 @@ static uint64_t applied_delay(struct playout *p, uint64_t rx_us, uint64_t tx_us,
 	return (uint64_t)a;
 }
 
-int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt)
+/* Where a packet plays: feeds the clock and the delay with its arrival and
+ * fills *pl: its slot (sender time + offset + delay), whether it arrived
+ * after that, and the interval its motion spreads over. */
+struct placed {
+	uint64_t slot;
+	int64_t interval;
+	bool late;
+	bool joinable;
+};
+
+static void place(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt, struct placed *pl)
 {
 	const struct playout_config *cfg = &p->cfg;
-	uint64_t lateness, slot;
+	uint64_t lateness;
 	int64_t offset_before;
-	uint32_t delay, idx = 0;
-	int64_t interval;
+	uint32_t delay;
 	int ev;
-	bool late, move, joinable;
+	bool move;
 
-	if (__builtin_expect(pkt->kind < PLAYOUT_KIND_MOTION || pkt->kind > PLAYOUT_KIND_HEARTBEAT ||
-			     (pkt->kind == PLAYOUT_KIND_BUTTON && !btn_index(pkt->code, &idx)), 0)) {
-		p->stats.rejected++;
-		return PLAYOUT_PUSH_REJECTED;
-	}
 	p->stats.packets++;
 	offset_before = p->clock.offset_us;
 	ev = offset_update(&p->clock, cfg, rx_us, pkt->tx_us, &lateness);
@@ -414,7 +419,7 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	else if (ev == OFFSET_EVENT_STEP)
 		p->stats.clock_steps++;
 	delay = delay_update(&p->delay, cfg, lateness);
-	joinable = p->prev_move && ev != OFFSET_EVENT_RESET;
+	pl->joinable = p->prev_move && ev != OFFSET_EVENT_RESET;
 
 	/* The packet's slot: sender time + offset + delay. Since the offset
 	 * is at most this packet's (arrival - sender time), the slot is never
@@ -422,36 +427,36 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	if (cfg->slew_permille) {
 		uint64_t applied = applied_delay(p, rx_us, pkt->tx_us, ev, offset_before, delay);
 
-		slot = pkt->tx_us + (uint64_t)p->clock.offset_us + applied;
-		late = lateness > applied;
+		pl->slot = pkt->tx_us + (uint64_t)p->clock.offset_us + applied;
+		pl->late = lateness > applied;
 	} else {
-		slot = pkt->tx_us + (uint64_t)p->clock.offset_us + delay;
-		late = lateness > delay;
+		pl->slot = pkt->tx_us + (uint64_t)p->clock.offset_us + delay;
+		pl->late = lateness > delay;
 	}
-	if (late)
+	if (pl->late)
 		p->stats.late++;
 
 	/* Time since the previous packet, on the sender's clock; the first
 	 * one after a reset spreads over the longest segment. */
-	interval = p->have_prev && ev != OFFSET_EVENT_RESET ? diff(pkt->tx_us, p->prev_tx_us)
-							  : (int64_t)cfg->seg_max_us;
+	pl->interval = p->have_prev && ev != OFFSET_EVENT_RESET ? diff(pkt->tx_us, p->prev_tx_us)
+							     : (int64_t)cfg->seg_max_us;
 	move = pkt->kind == PLAYOUT_KIND_MOTION || pkt->kind == PLAYOUT_KIND_SCROLL;
 	if (cfg->frame_max_us && move) {
 		/* The sender sums a frame's movement and sends it at the frame's
 		 * end: after a pause the motion is one frame's, not the pause's. */
-		if (p->prev_move && ev != OFFSET_EVENT_RESET && interval > 0 &&
-		    interval <= (int64_t)cfg->frame_max_us)
-			p->frame_us = (uint32_t)interval;
-		if (p->frame_us && interval > (int64_t)p->frame_us)
-			interval = p->frame_us;
+		if (p->prev_move && ev != OFFSET_EVENT_RESET && pl->interval > 0 &&
+		    pl->interval <= (int64_t)cfg->frame_max_us)
+			p->frame_us = (uint32_t)pl->interval;
+		if (p->frame_us && pl->interval > (int64_t)p->frame_us)
+			pl->interval = p->frame_us;
 		/* A packet older than the previous one (reordered) still
 		 * carries one frame of motion, not a zero-length one. */
-		if (interval <= 0 && p->frame_us)
-			interval = p->frame_us;
+		if (pl->interval <= 0 && p->frame_us)
+			pl->interval = p->frame_us;
 		/* Before any frame is known (the session's first packet), one
 		 * frame is at most frame_max_us. */
-		if (!p->frame_us && interval > (int64_t)cfg->frame_max_us)
-			interval = cfg->frame_max_us;
+		if (!p->frame_us && pl->interval > (int64_t)cfg->frame_max_us)
+			pl->interval = cfg->frame_max_us;
 	}
 	p->prev_move = move;
 	p->prev_tx_us = pkt->tx_us;
@@ -461,17 +466,94 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	 * must still stop (design note, part 5). */
 	if (pkt->kind != PLAYOUT_KIND_HEARTBEAT)
 		p->last_activity_us = later(p->last_activity_us, rx_us);
+}
+
+/* When a button or key event plays: at its slot, or after the motion
+ * queued so far when it missed its slot (as a late packet's motion does).
+ * Buttons and keys share one order: each goes after the other queue's
+ * newest event, and a key strictly after a button (on a tie the drain lets
+ * a key out first). */
+static uint64_t event_at(const struct playout *p, uint64_t rx_us, const struct placed *pl, bool key)
+{
+	uint64_t at = pl->late ? later(rx_us, p->q.tail_end_us) : pl->slot;
+
+	if (key)
+		return later(at, p->b.last_at_us + 1);
+	return later(at, p->k.last_at_us);
+}
+
+static int push_key(struct playout *p, uint64_t at_us, uint16_t code, uint8_t down)
+{
+	if (keyq_push(&p->k, at_us, code, down) == 1) {
+		p->stats.key_folded++;
+		return 1;
+	}
+	return 0;
+}
+
+int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt)
+{
+	struct placed pl;
+	uint32_t idx = 0;
+	int why;
+
+	if (__builtin_expect(pkt->kind < PLAYOUT_KIND_MOTION || pkt->kind > PLAYOUT_KIND_KEY ||
+			     (pkt->kind == PLAYOUT_KIND_BUTTON && !btn_index(pkt->code, &idx)), 0)) {
+		p->stats.rejected++;
+		return PLAYOUT_PUSH_REJECTED;
+	}
+	/* A refused key changes nothing, the clock included. */
+	if (pkt->kind == PLAYOUT_KIND_KEY) {
+		why = keyq_check(&p->k, pkt->code, pkt->down);
+		if (why != PLAYOUT_KEY_REFUSED_NONE) {
+			p->stats.key_refused[why]++;
+			return PLAYOUT_PUSH_REJECTED + why;
+		}
+	}
+	place(p, rx_us, pkt, &pl);
 
 	switch (pkt->kind) {
 	case PLAYOUT_KIND_MOTION:
 	case PLAYOUT_KIND_SCROLL:
-		return push_motion(p, rx_us, pkt, slot, late, interval, joinable);
+		return push_motion(p, rx_us, pkt, pl.slot, pl.late, pl.interval, pl.joinable);
 	case PLAYOUT_KIND_BUTTON:
-		btn_push(p, late ? later(rx_us, p->q.tail_end_us) : slot, idx, pkt->down);
-		return late ? PLAYOUT_PUSH_LATE : PLAYOUT_PUSH_ON_TIME;
+		btn_push(p, event_at(p, rx_us, &pl, false), idx, pkt->down);
+		return pl.late ? PLAYOUT_PUSH_LATE : PLAYOUT_PUSH_ON_TIME;
+	case PLAYOUT_KIND_KEY:
+		if (push_key(p, event_at(p, rx_us, &pl, true), pkt->code, pkt->down))
+			return PLAYOUT_PUSH_MERGED;
+		return pl.late ? PLAYOUT_PUSH_LATE : PLAYOUT_PUSH_ON_TIME;
 	default:
 		return PLAYOUT_PUSH_ON_TIME;    /* heartbeat: timing only */
 	}
+}
+
+uint32_t playout_push_keys(struct playout *p, uint64_t rx_us, uint64_t tx_us, const struct playout_key *keys,
+			   uint32_t n, uint32_t refused[PLAYOUT_KEY_REFUSED_COUNT])
+{
+	struct playout_pkt pkt = { .tx_us = tx_us, .kind = PLAYOUT_KIND_KEY };
+	struct placed pl;
+	uint64_t at = 0;
+	uint32_t accepted = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int why = keyq_check(&p->k, keys[i].code, keys[i].down);
+
+		if (why != PLAYOUT_KEY_REFUSED_NONE) {
+			p->stats.key_refused[why]++;
+			if (refused)
+				refused[why]++;
+			continue;
+		}
+		/* One sender time, one arrival: the clock hears of it once,
+		 * and every key of the batch shares its slot. */
+		if (accepted++ == 0) {
+			place(p, rx_us, &pkt, &pl);
+			at = event_at(p, rx_us, &pl, true);
+		}
+		(void)push_key(p, at, keys[i].code, keys[i].down);
+	}
+	return accepted;
 }
 
 /* Round half away from zero; the remainder stays in [-128, 128]. */
@@ -499,6 +581,28 @@ static int32_t take_notches(int32_t *notch_acc, int32_t hires)
 	return n;
 }
 
+/* Buttons go to the pointer device and keys to the keyboard device, the
+ * pointer's frame written first; across two devices a reader only keeps
+ * the order of ticks. So one tick lets out buttons due before its first key
+ * and then keys due no later than the first button that has to wait:
+ * Ctrl+click stays Ctrl, then click, a tick apart, never click then Ctrl. */
+static void buttons_and_keys(struct playout *p, uint64_t now_us, struct playout_out *out)
+{
+	uint64_t first_key, key_limit = now_us, key_due = 0;
+
+	if (keyq_head_due(&p->k, &first_key) && diff(first_key, now_us) <= 0)
+		btn_drain(p, now_us, first_key - 1, out);
+	else
+		btn_drain(p, now_us, now_us, out);
+	/* The oldest button still queued, if due, holds back later keys. */
+	if (p->b.head != p->b.tail && diff(p->b.ev[p->b.head & BTNQ_MASK].at_us, now_us) <= 0)
+		key_limit = p->b.ev[p->b.head & BTNQ_MASK].at_us;
+	if (keyq_drain(&p->k, now_us, key_limit, out->key, &out->nkey, PLAYOUT_KEY_PER_TICK, &key_due) &&
+	    (!out->due_us || diff(key_due, out->due_us) < 0))
+		out->due_us = key_due;
+	p->stats.keys += out->nkey;
+}
+
 void playout_tick(struct playout *p, uint64_t now_us, struct playout_out *out)
 {
 	/* The drain clock only moves forward. */
@@ -514,9 +618,10 @@ void playout_tick(struct playout *p, uint64_t now_us, struct playout_out *out)
 	out->hwheel_hires = take_q8(&p->acc[3]);
 	out->wheel = take_notches(&p->notch_acc[0], out->wheel_hires);
 	out->hwheel = take_notches(&p->notch_acc[1], out->hwheel_hires);
-	btn_drain(p, now_us, out);
+	buttons_and_keys(p, now_us, out);
 
 	out->idle = segq_len(&p->q) == 0 && p->b.head == p->b.tail && !p->b.overflow_mask &&
+		    keyq_len(&p->k) == 0 && !p->k.releasing &&
 		    diff(now_us, p->last_activity_us) >= (int64_t)p->cfg.idle_us;
 }
 
@@ -538,4 +643,5 @@ void playout_flush(struct playout *p, uint64_t now_us)
 	/* Then every button ends up released. */
 	p->b.overflow_mask = (uint8_t)((1u << PLAYOUT_BTN_COUNT) - 1);
 	p->b.overflow_down = 0;
+	keyq_flush(&p->k, now_us);
 }

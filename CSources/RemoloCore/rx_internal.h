@@ -36,9 +36,11 @@
  * multishot request cannot post and ends (without IORING_CQE_F_MORE). */
 #define RX_CQ_ENTRIES            (2u * REMOLO_RX_BUFS)
 /* Ticks a session's end may take to play out what it still holds: every
- * queued button event can be one transition of the same button, one per
- * tick (a click never becomes down and up in one frame). */
-#define RX_FLUSH_TICKS           (REMOLO_BTNQ_CAP + 2u)
+ * queued button or key event can be one transition of the same button or
+ * key, one per tick (a click never becomes down and up in one frame), then
+ * the release of every key, PLAYOUT_KEY_PER_TICK a tick. */
+#define RX_FLUSH_TICKS           (REMOLO_BTNQ_CAP + REMOLO_KEYQ_CAP + \
+				  PLAYOUT_KEY_LIMIT / PLAYOUT_KEY_PER_TICK + 2u)
 /* Opaque room for struct io_uring (216 bytes in liburing 2.3). */
 #define RX_URING_BYTES           320u
 /* Opaque room for struct msghdr (56 bytes on LP64), so that this header
@@ -169,6 +171,10 @@ struct rx_loop {
 	uint64_t tick_expirations;      /* since the timer last started */
 	struct playout_config pcfg;
 	struct ptrdev *dev;
+	struct kbddev *kbd;             /* NULL: no keyboard */
+	/* Sessions holding each key: the keyboard sees a press when the
+	 * first session presses a key and a release when the last lets go. */
+	uint8_t key_holders[PLAYOUT_KEY_LIMIT];
 	int record_fd;                  /* -1 = not recording */
 	int rt_priority;
 	struct rx_cmdq cmdq;
@@ -179,5 +185,6 @@ struct rx_loop {
 };
 
 _Static_assert(_Alignof(struct rx_loop) <= REMOLO_RX_LOOP_ALIGN, "callers align to REMOLO_RX_LOOP_ALIGN");
+_Static_assert(REMOLO_SESSIONS_MAX < 256, "a key's holders fit a byte");
 
 #endif

@@ -81,6 +81,8 @@ static void publish(struct rx_loop *l)
 	l->st.recv_arms = rs->recv_arms;
 	l->st.recv_errors = rs->recv_errors;
 	l->st.setup_flags = l->ring.flags;
+	if (l->kbd)
+		l->st.keys_sysrq_dropped = l->kbd->sysrq_dropped;
 	rx_stats_pub_write(&l->pub, &l->st);
 }
 
@@ -96,7 +98,7 @@ int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg)
 	memset(l, 0, sizeof(*l));
 	l->record_fd = -1;
 	/* One output path: a ptrdev, over uinput or over the caller's fd. */
-	if (!cfg || cfg->sock < 0 || !cfg->dev || cfg->dev->fd < 0 ||
+	if (!cfg || cfg->sock < 0 || !cfg->dev || cfg->dev->fd < 0 || (cfg->kbd && cfg->kbd->fd < 0) ||
 	    cfg->rt_priority < 0 || cfg->record_fd < -1 || playout_config_check(&cfg->playout) < 0)
 		return -EINVAL;
 	if (cfg->record_fd > 0) {
@@ -107,6 +109,8 @@ int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg)
 	}
 	l->pcfg = cfg->playout;
 	l->dev = cfg->dev;
+	l->kbd = cfg->kbd;
+	l->st.keyboard = cfg->kbd != NULL;
 	l->rt_priority = cfg->rt_priority;
 	if (wire_init(&l->wire) < 0)
 		return -EIO;
@@ -156,6 +160,58 @@ static bool emit(struct rx_loop *l, const struct playout_out *o)
 	return true;
 }
 
+/* Writes the keyboard's frame; true when one went out. */
+static bool emit_keys(struct rx_loop *l, const struct playout_out *o)
+{
+	int ret;
+
+	if (!o->nkey || !l->kbd)
+		return false;
+	/* kbddev restores the keys asked for on its next write. */
+	ret = kbddev_write(l->kbd, o);
+	if (unlikely(ret < 0)) {
+		l->st.key_write_errors++;
+		l->st.last_write_errno = (uint64_t)-ret;
+		return false;
+	}
+	if (ret > 0)
+		l->st.key_frames++;
+	return ret > 0;
+}
+
+/* Adds one session's key changes to the frame through the hold counts:
+ * the device sees a key go down when the first session presses it and up
+ * when the last one releases it, so a session's end (or a session's
+ * release) never lifts a key another session still holds. */
+static void merge_keys(struct rx_loop *l, struct playout_out *m, const struct playout_out *o)
+{
+	l->st.keys += o->nkey;
+	for (uint32_t i = 0; i < o->nkey; i++) {
+		uint16_t c = o->key[i].code;
+
+		/* keyq lets out codes below PLAYOUT_KEY_LIMIT only, and each
+		 * session's changes of a key alternate, so a count never
+		 * passes REMOLO_SESSIONS_MAX nor drops below 0. */
+		if (o->key[i].down ? l->key_holders[c]++ != 0 : --l->key_holders[c] != 0)
+			continue;
+		if (unlikely(m->nkey == PLAYOUT_KEY_PER_TICK)) {
+			(void)emit_keys(l, m);
+			l->st.key_frames_split++;
+			m->nkey = 0;
+		}
+		m->key[m->nkey++] = o->key[i];
+	}
+}
+
+/* Leaves the keys of a frame, drops the pointer's part (written). */
+static void clear_pointer(struct playout_out *m)
+{
+	m->dx = m->dy = 0;
+	m->wheel = m->hwheel = m->wheel_hires = m->hwheel_hires = 0;
+	m->nbtn = 0;
+	m->due_us = 0;
+}
+
 /* Adds one session's tick to the frame. More than PLAYOUT_BTN_PER_TICK
  * button changes across sessions (several senders clicking in the same
  * 2 ms) cannot share one frame: the frame so far goes out first. */
@@ -164,7 +220,7 @@ static void merge(struct rx_loop *l, struct playout_out *m, const struct playout
 	if (unlikely(m->nbtn + o->nbtn > PLAYOUT_BTN_PER_TICK)) {
 		(void)emit(l, m);
 		l->st.frames_split++;
-		memset(m, 0, sizeof(*m));
+		clear_pointer(m);
 	}
 	if (o->due_us && (!m->due_us || (int64_t)(o->due_us - m->due_us) < 0))
 		m->due_us = o->due_us;
@@ -176,6 +232,16 @@ static void merge(struct rx_loop *l, struct playout_out *m, const struct playout
 	m->hwheel_hires += o->hwheel_hires;
 	for (uint32_t i = 0; i < o->nbtn; i++)
 		m->btn[m->nbtn++] = o->btn[i];
+	merge_keys(l, m, o);
+}
+
+/* Writes a tick: the pointer's frame, then the keyboard's (playout_tick
+ * orders buttons and keys for that). True when something went out. */
+static bool emit_tick(struct rx_loop *l, const struct playout_out *m)
+{
+	bool wrote = emit(l, m);
+
+	return emit_keys(l, m) || wrote;
 }
 
 /* ---- the timer ---------------------------------------------------------- */
@@ -247,7 +313,7 @@ static void on_tick(struct rx_loop *l, uint64_t expirations)
 		if (!o.idle)
 			all_quiet = false;
 	}
-	if (emit(l, &m) && m.due_us)
+	if (emit_tick(l, &m) && m.due_us)
 		count(l->st.due_write_hist, rx_now_us() - m.due_us);
 	if (all_quiet)
 		timer_set(l, false);
@@ -257,10 +323,16 @@ static void on_tick(struct rx_loop *l, uint64_t expirations)
 
 static int push(struct rx_loop *l, uint32_t slot, uint64_t now, const struct playout_pkt *pkt)
 {
-	uint64_t clamped = l->po[slot].stats.clamped;
+	uint64_t clamped = l->po[slot].stats.clamped, folded = l->po[slot].stats.key_folded;
 	int res = playout_push(&l->po[slot], now, pkt);
 
 	l->st.clamped += l->po[slot].stats.clamped - clamped;
+	l->st.keys_folded += l->po[slot].stats.key_folded - folded;
+	/* A key command's result: its refusals, packed (remolo_rx.h). */
+	if (pkt->kind == PLAYOUT_KIND_KEY && res > PLAYOUT_PUSH_REJECTED) {
+		l->st.key_refused[res - PLAYOUT_PUSH_REJECTED]++;
+		return 1 << ((res - PLAYOUT_PUSH_REJECTED - 1) * RX_KEYS_RESULT_BITS);
+	}
 	l->st.delay_us = l->po[slot].delay.delay_us;
 	switch (res) {
 	case PLAYOUT_PUSH_LATE:
@@ -286,6 +358,25 @@ static int push(struct rx_loop *l, uint32_t slot, uint64_t now, const struct pla
 		l->st.buttons++;
 	timer_set(l, true);
 	return 0;
+}
+
+/* A batch of key changes at one sender time (RX_OP_KEYS). */
+static int push_keys(struct rx_loop *l, uint32_t slot, uint64_t now, const struct rx_cmd *c)
+{
+	uint32_t refused[PLAYOUT_KEY_REFUSED_COUNT] = { 0 };
+	uint64_t folded = l->po[slot].stats.key_folded;
+	int32_t result = 0;
+
+	if (playout_push_keys(&l->po[slot], now, c->pkt.tx_us, c->keys, c->nkeys, refused)) {
+		l->st.delay_us = l->po[slot].delay.delay_us;
+		timer_set(l, true);
+	}
+	l->st.keys_folded += l->po[slot].stats.key_folded - folded;
+	for (uint32_t r = 1; r < PLAYOUT_KEY_REFUSED_COUNT; r++) {
+		l->st.key_refused[r] += refused[r];
+		result |= (int32_t)(refused[r] << ((r - 1) * RX_KEYS_RESULT_BITS));
+	}
+	return result;
 }
 
 /* One record, one write(), never waiting: the pipe is non-blocking, so a
@@ -354,10 +445,14 @@ static void end_session(struct rx_loop *l, uint32_t slot, uint64_t now)
 
 	playout_flush(&l->po[slot], now);
 	for (uint32_t i = 0; i < RX_FLUSH_TICKS; i++) {
+		struct playout_out m;
+
 		playout_tick(&l->po[slot], now, &o);
-		if (empty(&o))
+		if (empty(&o) && !o.nkey)
 			break;
-		(void)emit(l, &o);
+		memset(&m, 0, sizeof(m));
+		merge(l, &m, &o);
+		(void)emit_tick(l, &m);
 	}
 	l->active[slot] = 0;
 }
@@ -398,11 +493,29 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 			break;
 		/* Heartbeats are datagrams only: the control channel has pings. */
 		if ((c->pkt.kind != PLAYOUT_KIND_BUTTON && c->pkt.kind != PLAYOUT_KIND_MOTION &&
-		     c->pkt.kind != PLAYOUT_KIND_SCROLL) || !l->active[r]) {
+		     c->pkt.kind != PLAYOUT_KIND_SCROLL && c->pkt.kind != PLAYOUT_KIND_KEY) || !l->active[r]) {
 			r = -EINVAL;
 			break;
 		}
+		if (c->pkt.kind == PLAYOUT_KIND_KEY && !l->kbd) {
+			r = -ENODEV;
+			break;
+		}
 		r = push(l, (uint32_t)r, now, &c->pkt);
+		break;
+	case RX_OP_KEYS:
+		r = wire_lookup(&l->wire, c->id);
+		if (r < 0)
+			break;
+		if (!l->active[r] || c->nkeys == 0 || c->nkeys > REMOLO_RX_KEYS_PER_CMD) {
+			r = -EINVAL;
+			break;
+		}
+		if (!l->kbd) {
+			r = -ENODEV;
+			break;
+		}
+		r = push_keys(l, (uint32_t)r, now, c);
 		break;
 	case RX_OP_STOP:
 		*stop = true;
@@ -415,8 +528,12 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 	if (r < 0)
 		l->st.command_errors++;
 	l->st.sessions_live = l->wire.nsessions;
-	/* An added session's slot tells the caller where its receipts are. */
-	return r < 0 ? r : (c->op == RX_OP_ADD_SESSION ? r : 0);
+	/* An added session's slot tells the caller where its receipts are; a
+	 * key command's result its refusals. */
+	if (r < 0 || c->op == RX_OP_ADD_SESSION || c->op == RX_OP_KEYS ||
+	    (c->op == RX_OP_PUSH && c->pkt.kind == PLAYOUT_KIND_KEY))
+		return r;
+	return 0;
 }
 
 /* Runs every queued command; true when one of them asks to stop (the rest
@@ -512,6 +629,9 @@ int rx_loop_run(struct rx_loop *l)
 		if (l->active[s])
 			end_session(l, s, rx_now_us());
 	}
+	/* Every session ended; whatever a failed write left down goes up. */
+	if (l->kbd)
+		(void)kbddev_release(l->kbd);
 	timer_set(l, false);
 	rx_ring_down(&l->ring);
 out:

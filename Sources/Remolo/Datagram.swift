@@ -48,6 +48,9 @@ public enum DatagramError: Error, Equatable, Sendable {
     /// The sealer used the last counter; the session must be rekeyed.
     case counterExhausted
     case bufferTooSmall(needed: Int)
+    /// A key change: it travels on the control channel, never as a
+    /// datagram (datagram kind 5 is `badKind`).
+    case notADatagram
 }
 
 /// What one datagram carries. Deltas are Q8 fixed point: 256 units per
@@ -61,13 +64,19 @@ public enum DatagramPayload: Equatable, Sendable {
     case button(code: UInt16, down: Bool)
     /// Keeps the sender's radio awake and the clock estimate fresh.
     case heartbeat
+    /// A Linux `KEY_*` code pressed or released on the Remolo keyboard
+    /// (`KeyboardDevice.hasKey`). Not a datagram: keys come over the
+    /// control channel and are played through `ReceiveLoop.push`.
+    case key(code: UInt16, down: Bool)
 
-    public var kind: PacketKind {
+    /// The datagram kind; nil for a key, which is never a datagram.
+    public var kind: PacketKind? {
         switch self {
         case .motion: .motion
         case .scroll: .scroll
         case .button: .button
         case .heartbeat: .heartbeat
+        case .key: nil
         }
     }
 }
@@ -89,11 +98,11 @@ public struct Datagram: Equatable, Sendable {
     var packet: playout_pkt {
         var p = playout_pkt()
         p.tx_us = senderTimeUs
-        p.kind = payload.kind.rawValue
+        p.kind = payload.kind?.rawValue ?? UInt8(PLAYOUT_KIND_KEY.rawValue)
         switch payload {
         case let .motion(dx, dy): (p.a, p.b) = (dx, dy)
         case let .scroll(v, h): (p.a, p.b) = (v, h)
-        case let .button(code, down): (p.code, p.down) = (code, down ? 1 : 0)
+        case let .button(code, down), let .key(code, down): (p.code, p.down) = (code, down ? 1 : 0)
         case .heartbeat: break
         }
         return p
@@ -106,6 +115,7 @@ public struct Datagram: Equatable, Sendable {
         case Int(PLAYOUT_KIND_MOTION.rawValue): payload = .motion(dx: p.a, dy: p.b)
         case Int(PLAYOUT_KIND_SCROLL.rawValue): payload = .scroll(vertical: p.a, horizontal: p.b)
         case Int(PLAYOUT_KIND_BUTTON.rawValue): payload = .button(code: p.code, down: p.down != 0)
+        case Int(PLAYOUT_KIND_KEY.rawValue): payload = .key(code: p.code, down: p.down != 0)
         default: payload = .heartbeat
         }
         self.init(payload, senderTimeUs: p.tx_us)
@@ -182,7 +192,8 @@ public struct DatagramSealer: ~Copyable, Sendable {
     }
 
     /// One datagram with an explicit counter (tests, tools). The caller
-    /// must never seal two datagrams with one counter under one key.
+    /// must never seal two datagrams with one counter under one key, nor
+    /// pass a key (not a datagram).
     public static func seal(_ datagram: Datagram, counter: UInt64, key: DatagramKey,
                             session: SessionID) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Datagram.byteCount)
@@ -195,13 +206,14 @@ public struct DatagramSealer: ~Copyable, Sendable {
         guard buffer.count >= Datagram.byteCount, let base = buffer.baseAddress else {
             throw DatagramError.bufferTooSmall(needed: Datagram.byteCount)
         }
+        guard datagram.payload.kind != nil else { throw DatagramError.notADatagram }
         var pkt = datagram.packet
         let r = key.withPointer { k in
             session.bytes.withUnsafeBufferPointer { id in
                 wire_seal(k, id.baseAddress, counter, &pkt, base.assumingMemoryBound(to: UInt8.self), buffer.count)
             }
         }
-        // Every payload the enum can express is sealable.
+        // Every other payload the enum can express is sealable.
         precondition(r == Datagram.byteCount, "wire_seal: \(r)")
         return Int(r)
     }

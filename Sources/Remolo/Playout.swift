@@ -178,6 +178,10 @@ public struct PointerPacket: Sendable, Equatable {
 /// What happened to a pushed packet.
 public enum PushResult: Int32, Sendable {
     case onTime = 0, late = 1, merged = 2, forced = 3, rejected = 4
+    /// A key refused (`PLAYOUT_KIND_KEY` packets only): a press of a key
+    /// already down, a release of a key not down, a code the keyboard does
+    /// not have, a press while the key queue is full.
+    case keyAlreadyHeld = 5, keyNotHeld = 6, keyUnknown = 7, keyFlood = 8
 }
 
 public struct ButtonChange: Sendable, Equatable {
@@ -279,6 +283,11 @@ public struct PlayoutStats: Sendable, Equatable {
     public var clockSteps: UInt64
     public var buttonsCollapsed: UInt64
     public var rejected: UInt64
+    /// Key changes let out; refused at push, by reason; releases folded
+    /// by a full key queue.
+    public var keys: UInt64 = 0
+    public var keysRefused: [KeyRefusal: UInt64] = [:]
+    public var keysFolded: UInt64 = 0
 }
 
 /// The receiver's playout: push packets as they arrive, tick at 480 Hz.
@@ -347,8 +356,14 @@ public final class Playout {
 
     public var stats: PlayoutStats {
         let s = p.pointee.stats
+        var refused: [KeyRefusal: UInt64] = [:]
+        withUnsafeBytes(of: s.key_refused) { raw in
+            let counts = raw.bindMemory(to: UInt64.self)
+            for r in KeyRefusal.allCases where counts[Int(r.core)] > 0 { refused[r] = counts[Int(r.core)] }
+        }
         return PlayoutStats(packets: s.packets, late: s.late, merged: s.merged, forced: s.forced,
                             clamped: s.clamped, clockResets: s.clock_resets, clockSteps: s.clock_steps,
-                            buttonsCollapsed: s.btn_collapsed, rejected: s.rejected)
+                            buttonsCollapsed: s.btn_collapsed, rejected: s.rejected,
+                            keys: s.keys, keysRefused: refused, keysFolded: s.key_folded)
     }
 }

@@ -21,28 +21,28 @@ public struct PointerDeviceError: Error, Equatable, CustomStringConvertible, Sen
         self.message = Self.explain(errno: errno, operation: operation)
     }
 
-    static func explain(errno e: Int32, operation: String) -> String {
+    static func explain(errno e: Int32, operation: String, device: String = "pointer") -> String {
         switch (operation, e) {
         case ("create", ENOENT), ("create", ENODEV), ("create", ENXIO):
-            return "cannot create the pointer device: /dev/uinput does not exist (the uinput "
+            return "cannot create the \(device) device: /dev/uinput does not exist (the uinput "
                 + "module is not loaded). Fix: `sudo modprobe uinput`; to load it at every boot: "
                 + "`echo uinput | sudo tee /etc/modules-load.d/uinput.conf`."
         case ("create", EACCES), ("create", EPERM):
-            return "cannot create the pointer device: no permission to open /dev/uinput. Fix: "
+            return "cannot create the \(device) device: no permission to open /dev/uinput. Fix: "
                 + "add the udev rule `\(udevRule)` (e.g. `echo '\(udevRule)' | sudo tee "
                 + "/etc/udev/rules.d/60-remolo-uinput.rules`), run `sudo udevadm control --reload "
                 + "&& sudo udevadm trigger /dev/uinput`, then `sudo usermod -aG input $USER` and "
                 + "log in again; or run as root."
         case ("devnode", _):
-            return "the pointer device has no /dev/input/event node: the evdev module is not "
+            return "the \(device) device has no /dev/input/event node: the evdev module is not "
                 + "loaded. Fix: `sudo modprobe evdev`."
         case (_, EINVAL):
             return "\(operation) pointer device: invalid frame or device (EINVAL): a button "
                 + "code outside BTN_LEFT...BTN_TASK or more than 8 button changes in one frame."
         case ("write", ENODEV):
-            return "write pointer device: the device is closed or was removed (ENODEV)."
+            return "write \(device) device: the device is closed or was removed (ENODEV)."
         default:
-            return "\(operation) pointer device: \(String(cString: strerror(e))) (errno \(e))."
+            return "\(operation) \(device) device: \(String(cString: strerror(e))) (errno \(e))."
         }
     }
 }

@@ -15,8 +15,12 @@
  *   4xx  hostile time: backwards, far ahead, int32/int64 extremes
  *                                      (Tests/RemoloCoreTests/HostileTimeTests)
  *   5xx  the portable parts of the receive side: uinput frames (the kernel's
- *        struct input_event), the command ring across u32 wrap-around, the
- *        statistics seqlock over u64 words, the monotonic clock
+ *        struct input_event) of the pointer and the keyboard, the command
+ *        ring across u32 wrap-around, the statistics seqlock over u64 words,
+ *        the monotonic clock
+ *   6xx  the key queue: a text in order, one change per key per tick, a
+ *        full queue's releases kept, the flush releasing every key (its
+ *        state is 64-bit words)           (Tests/RemoloCoreTests/KeyQueueTests)
  *
  * What does not run here: io_uring (rxring.c, rxloop.c) and uinput
  * (ptrdev_init/ptrdev_write) need a kernel that qemu-user does not emulate;
@@ -39,6 +43,7 @@
 #include <sys/eventfd.h>
 #include <sodium.h>
 
+#include "remolo_kbddev.h"
 #include "remolo_playout.h"
 #include "remolo_ptrdev.h"
 #include "remolo_rx.h"
@@ -169,7 +174,7 @@ static int push(struct playout *p, uint64_t rx, uint64_t tx, uint8_t kind, int32
 
 static uint32_t queued(const struct playout *p) { return p->q.tail - p->q.head; }
 
-/* A playout is ~10 kB; one static instance serves every case in turn. */
+/* A playout is ~30 kB; one static instance serves every case in turn. */
 static struct playout po;
 
 /* ---- 1xx: RFC 8439 2.8.2 ------------------------------------------------ */
@@ -724,6 +729,96 @@ static void t_encode_click(const void *arg)
 	CHECK(ptrdev_encode(ev, REMOLO_PTRDEV_FRAME_MAX, &out, &held) == -EINVAL, "BTN_TASK + 1 accepted");
 }
 
+/* A keyboard frame: a key's second change starts a new SYN frame; a key
+ * the device does not have is refused. */
+static void t_encode_keys(const void *arg)
+{
+	struct input_event ev[REMOLO_KBDDEV_FRAME_MAX];
+	const struct playout_key keys[] = { { KEY_A, 1 }, { KEY_MICMUTE, 1 }, { KEY_A, 0 } };
+	const struct playout_key power[] = { { KEY_POWER, 1 } };
+	uint64_t held[PLAYOUT_KEY_WORDS] = { 0 };
+	int n = kbddev_encode(ev, REMOLO_KBDDEV_FRAME_MAX, keys, 3, held);
+
+	CHECK(n == 5, "%d events", n);
+	if (n != 5)
+		return;
+	CHECK(ev[0].type == EV_KEY && ev[0].code == KEY_A && ev[0].value == 1);
+	CHECK(ev[1].type == EV_KEY && ev[1].code == KEY_MICMUTE && ev[1].value == 1);
+	CHECK(ev[2].type == EV_SYN && ev[2].code == SYN_REPORT);
+	CHECK(ev[3].type == EV_KEY && ev[3].code == KEY_A && ev[3].value == 0);
+	CHECK(ev[4].type == EV_SYN && ev[4].code == SYN_REPORT);
+	CHECK(held[KEY_MICMUTE / 64] == 1ull << (KEY_MICMUTE % 64) && held[0] == 0, "held words");
+	CHECK(kbddev_encode(ev, REMOLO_KBDDEV_FRAME_MAX, power, 1, held) == -EINVAL, "KEY_POWER accepted");
+	CHECK(kbddev_has_key(KEY_ESC) && kbddev_has_key(KEY_F24) && !kbddev_has_key(0) && !kbddev_has_key(BTN_LEFT));
+}
+
+/* ---- 6xx: the key queue ------------------------------------------------- */
+
+static uint32_t key_tick(uint64_t t, struct playout_key *out, uint32_t *n, uint32_t max)
+{
+	struct playout_out o;
+	uint64_t seen[PLAYOUT_KEY_WORDS] = { 0 };
+
+	playout_tick(&po, t, &o);
+	for (uint32_t i = 0; i < o.nkey; i++) {
+		CHECK(!(seen[o.key[i].code / 64] >> (o.key[i].code % 64) & 1), "key %u twice in one tick",
+		      o.key[i].code);
+		seen[o.key[i].code / 64] |= 1ull << (o.key[i].code % 64);
+		if (*n < max)
+			out[(*n)++] = o.key[i];
+	}
+	return o.nkey;
+}
+
+/* "Ab" at one sender time: in order, a press and its release never in one
+ * tick, every key up at the end. */
+static void t_keys_text(const void *arg)
+{
+	static const struct playout_key text[] = {
+		{ KEY_LEFTSHIFT, 1 }, { KEY_A, 1 }, { KEY_A, 0 }, { KEY_LEFTSHIFT, 0 }, { KEY_B, 1 }, { KEY_B, 0 },
+	};
+	uint32_t refused[PLAYOUT_KEY_REFUSED_COUNT] = { 0 };
+	struct playout_key out[8];
+	uint32_t n = 0, ticks = 0;
+	uint64_t t = 1000000;
+
+	CHECK(playout_init(&po, NULL) == 0);
+	CHECK(playout_push_keys(&po, t, 0, text, 6, refused) == 6);
+	for (int i = 0; i < 20; i++, t += TICK_US)
+		ticks += key_tick(t, out, &n, 8) ? 1 : 0;
+	CHECK(n == 6 && memcmp(out, text, sizeof(text)) == 0, "%" PRIu32 " changes, out of order", n);
+	CHECK(ticks == 3, "%" PRIu32 " ticks with keys, want 3", ticks);
+	CHECK(push(&po, t, 0, PLAYOUT_KIND_KEY, 0, 0, KEY_A, false) == PLAYOUT_PUSH_KEY_NOT_HELD);
+	CHECK(push(&po, t, 0, PLAYOUT_KIND_KEY, 0, 0, KEY_POWER, true) == PLAYOUT_PUSH_KEY_UNKNOWN);
+}
+
+/* A full queue: presses refused, releases folded and played after the
+ * ring; a flush then releases whatever is still down, the keys above 64
+ * (a second state word) included. */
+static void t_keys_overflow_flush(const void *arg)
+{
+	struct playout_key out[1];
+	uint32_t n = 0, changes = 0;
+	uint64_t t = 1000000;
+
+	CHECK(playout_init(&po, NULL) == 0);
+	CHECK(push(&po, t, 0, PLAYOUT_KIND_KEY, 0, 0, KEY_F13, true) == PLAYOUT_PUSH_ON_TIME);
+	CHECK(push(&po, t, 0, PLAYOUT_KIND_KEY, 0, 0, KEY_MICMUTE, true) == PLAYOUT_PUSH_ON_TIME);
+	for (uint32_t i = 0; i < REMOLO_KEYQ_CAP - 2; i++)
+		CHECK(push(&po, t, 0, PLAYOUT_KIND_KEY, 0, 0, KEY_A, i % 2 == 0) == PLAYOUT_PUSH_ON_TIME, "push %u", i);
+	CHECK(push(&po, t, 0, PLAYOUT_KIND_KEY, 0, 0, KEY_B, true) == PLAYOUT_PUSH_KEY_FLOOD);
+	CHECK(push(&po, t, 0, PLAYOUT_KIND_KEY, 0, 0, KEY_F13, false) == PLAYOUT_PUSH_MERGED);
+	for (int i = 0; i < 10; i++, t += TICK_US)
+		changes += key_tick(t, out, &n, 0);
+	playout_flush(&po, t);
+	for (uint32_t i = 0; i < REMOLO_KEYQ_CAP + 40; i++)
+		changes += key_tick(t, out, &n, 0);
+	CHECK(changes == REMOLO_KEYQ_CAP + 2, "%" PRIu32 " changes", changes);
+	for (int w = 0; w < PLAYOUT_KEY_WORDS; w++)
+		CHECK(po.k.state[w] == 0 && po.k.want[w] == 0, "word %d still down: %" PRIx64, w, po.k.state[w]);
+	CHECK(po.stats.key_folded == 1 && po.stats.key_refused[PLAYOUT_KEY_REFUSED_FLOOD] == 1);
+}
+
 static struct rx_cmdq cmdq;
 static struct rx_stats_pub pub;
 
@@ -881,6 +976,9 @@ static const struct tcase cases[] = {
 	{ 503, "command ring across u32 wrap-around", t_cmd_ring, NULL },
 	{ 504, "statistics seqlock over u64 words", t_stats_words, NULL },
 	{ 505, "monotonic clock in microseconds", t_now, NULL },
+	{ 506, "keyboard frame: a key's two changes in one tick", t_encode_keys, NULL },
+	{ 601, "key queue: a text in order, a tick per change of a key", t_keys_text, NULL },
+	{ 602, "key queue: full, releases folded, flush releases all", t_keys_overflow_flush, NULL },
 };
 
 int main(int argc, char **argv)

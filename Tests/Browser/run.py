@@ -92,6 +92,9 @@ class Receiver:
 
 
 def sink_totals(path):
+    """REL totals and the mouse buttons (BTN_*, 0x100 up) in a --sink file.
+    The keyboard's frames share the sink: its KEY_* codes (below 0x100) are
+    left out here."""
     data = open(path, "rb").read()
     rel = {}
     keys = []
@@ -99,7 +102,7 @@ def sink_totals(path):
         typ, code, value = struct.unpack_from("<HHi", data, off + 16)
         if typ == EV_REL:
             rel[code] = rel.get(code, 0) + value
-        elif typ == EV_KEY:
+        elif typ == EV_KEY and code >= 0x100:
             keys.append((code, value))
     return rel, keys
 

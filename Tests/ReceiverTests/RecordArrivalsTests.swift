@@ -78,6 +78,7 @@ extension RxSuite {
                 case .button(let code, let down):
                     r = TraceRecord(sendUs: t, arriveUs: nil, kind: .button, dx: Int32(code) - 0x110 + 1, dy: down ? 1 : 0)
                 case .heartbeat: r = TraceRecord(sendUs: t, arriveUs: nil, kind: .heartbeat)
+                case .key: Issue.record("a key is never a datagram"); continue
                 }
                 sent.append(Sent(record: r, payload: p))
                 if i == 3 {

@@ -92,6 +92,19 @@ final class FrameSink {
     }
 
     func keys() -> [Event] { events.filter { $0.type == Event.evKey } }
+
+    /// The keyboard's frames: EV_KEY events with KEY_* codes (below the
+    /// first BTN_*), written by the keyboard device on the same descriptor
+    /// as the pointer's frames, each its own write.
+    var keyboardFrames: [[Event]] { frames.filter { $0.contains { $0.isKeyboardKey } } }
+    /// The keyboard's key changes in order.
+    var keyboardKeys: [Event] { events.filter(\.isKeyboardKey) }
+}
+
+extension Event {
+    /// A keyboard key (KEY_*), as opposed to a mouse button (BTN_*, 0x100 up).
+    var isKeyboardKey: Bool { type == Event.evKey && code < 0x100 }
+    static func key(_ code: UInt16, _ down: Bool) -> Event { Event(type: evKey, code: code, value: down ? 1 : 0) }
 }
 
 /// A receive loop on 127.0.0.1 writing into a FrameSink.
@@ -102,10 +115,10 @@ final class LoopRig {
     let tx: Int32
     var addr = sockaddr_in()
 
-    init(playout: PlayoutConfig = .default, recordArrivals: ArrivalRecorder? = nil) throws {
+    init(playout: PlayoutConfig = .default, recordArrivals: ArrivalRecorder? = nil, keyboard: Bool = true) throws {
         sink = try FrameSink()
         udp = try Receiver.bindUDP(host: "127.0.0.1", port: 0)
-        loop = try ReceiveLoop(socket: udp, output: .fileDescriptor(sink.writeFD), playout: playout,
+        loop = try ReceiveLoop(socket: udp, output: .fileDescriptor(sink.writeFD, keyboard: keyboard), playout: playout,
                                recordArrivals: recordArrivals)
         tx = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         addr.sin_family = sa_family_t(AF_INET)

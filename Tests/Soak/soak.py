@@ -361,8 +361,9 @@ def wait_for(predicate, seconds, step=0.05):
 
 
 def sink_totals(path):
-    """Sums of REL_X, REL_Y and the BTN_LEFT presses in a --sink file
-    (struct input_event records, native layout)."""
+    """Sums of REL_X, REL_Y and the mouse buttons (BTN_*, 0x100 up) in a
+    --sink file (struct input_event records, native layout). The keyboard's
+    frames share the sink; its KEY_* codes (below 0x100) are left out."""
     ev = struct.Struct("@llHHi")
     dx = dy = 0
     keys = []
@@ -374,7 +375,7 @@ def sink_totals(path):
             dx += value
         elif typ == 2 and code == 1:
             dy += value
-        elif typ == 1:
+        elif typ == 1 and code >= 0x100:
             keys.append((code, value))
     return dx, dy, keys, len(data) % ev.size
 

@@ -57,12 +57,12 @@ import Testing
         case let .motion(dx, dy): (dx, dy)
         case let .scroll(v, h): (v, h)
         case let .button(code, down): (Int32(code), down ? 1 : 0)
-        case .heartbeat: (0, 0)
+        case .heartbeat, .key: (0, 0)
         }
-        #expect(pt == [c.payload.kind.rawValue] + le32(a) + le32(b) + le64(c.tx))
+        #expect(pt == [c.payload.kind!.rawValue] + le32(a) + le32(b) + le64(c.tx))
         // Byte-identical to the independent construction in Support.swift.
         #expect(bytes == rawDatagram(key: keyBytesA, id: idBytesA, counter: counter,
-                                     kind: c.payload.kind.rawValue, a: a, b: b, tx: c.tx))
+                                     kind: c.payload.kind!.rawValue, a: a, b: b, tx: c.tx))
     }
 
     /// The vector printed in the README's Protocol section.
@@ -318,6 +318,32 @@ import Testing
         pkt.down = 1
         #expect(wire_seal(keyBytesA, idBytesA, 1, &pkt, &out, 48) == -ENOSPC)
         #expect(wire_seal(keyBytesA, idBytesA, 1, &pkt, &out, 49) == 49)
+    }
+
+    /// The playout's key kind (5) is internal: keys come over the control
+    /// channel only. A datagram of kind 5 stays `badKind` whatever its
+    /// fields, it consumes its counter like any authentic datagram, and
+    /// nothing seals one.
+    @Test func keyKindIsNotADatagram() throws {
+        #expect(PLAYOUT_KIND_KEY.rawValue == 5)
+        let opener = DatagramOpener()
+        try opener.addSession(idA, key: keyA)
+        let cases: [(counter: UInt64, a: Int32, b: Int32)] = [(1, 30, 1), (2, 30, 0), (3, 0, 0), (4, 0x110, 1)]
+        for c in cases {
+            let bytes = rawDatagram(key: keyBytesA, id: idBytesA, counter: c.counter,
+                                    kind: UInt8(PLAYOUT_KIND_KEY.rawValue), a: c.a, b: c.b, tx: 1000)
+            #expect(opener.open(bytes) == .failure(.badKind), "counter \(c.counter)")
+        }
+        #expect(opener.stats[.badKind] == 4 && opener.stats.opened == 0)
+        #expect(opener.newestCounter(of: idA) == 4)
+        var out = [UInt8](repeating: 0, count: 64)
+        var pkt = playout_pkt()
+        pkt.kind = UInt8(PLAYOUT_KIND_KEY.rawValue); pkt.code = 30; pkt.down = 1
+        #expect(wire_seal(keyBytesA, idBytesA, 1, &pkt, &out, 64) == -EINVAL)
+        var s = DatagramSealer(key: keyA, session: idA)
+        #expect(throws: DatagramError.notADatagram) { try s.seal(Datagram(.key(code: 30, down: true), senderTimeUs: 1)) }
+        #expect(s.nextCounter == 0, "a refused key uses no counter")
+        #expect(DatagramPayload.key(code: 30, down: true).kind == nil)
     }
 
     @Test func badLengthsAreRefused() {

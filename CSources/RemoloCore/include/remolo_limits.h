@@ -62,6 +62,13 @@
 #define REMOLO_LATE_MAX_US       16000u
 #define REMOLO_SEGQ_CAP          128u     /* power of two */
 #define REMOLO_BTNQ_CAP          32u      /* power of two */
+/* Key events queued per session (keyq.c). A text of 256 characters, each
+ * typed with at most 6 key events (a press and a release of its key and of
+ * up to two modifiers, Shift and AltGr), is 1536 events: the largest text
+ * message fits whole, so the queue never cuts a text short. 8 bytes an
+ * event: 16 KB a session. */
+#define REMOLO_KEYQ_CAP          2048u    /* power of two */
+#define REMOLO_KEYQ_TEXT_EVENTS  (256u * 6u)
 #define REMOLO_IDLE_US           500000u  /* stop the timer after 0.5 s quiet */
 
 /* ---- sessions and the receive loop -------------------------------------- */
@@ -73,6 +80,10 @@
 #define REMOLO_RX_BUFS           256u
 /* Commands queued from other threads and not yet run by the loop. */
 #define REMOLO_RX_CMDQ_CAP       64u
+/* Key events one command carries (RX_OP_KEYS): the command ring then holds
+ * a whole key queue's worth at once, so a text's burst of key events fits
+ * in the ring without waiting for the loop. */
+#define REMOLO_RX_KEYS_PER_CMD   32u
 
 /* ---- timing histograms (rx_stats) --------------------------------------- */
 /* Tick lateness and due-to-write times, in microseconds, counted into
@@ -152,4 +163,8 @@ _Static_assert(REMOLO_HIST_LINEAR == 2 * REMOLO_HIST_SUB && REMOLO_HIST_SUB == 4
 _Static_assert(REMOLO_HIST_BUCKETS > REMOLO_HIST_LINEAR &&
                (REMOLO_HIST_BUCKETS - REMOLO_HIST_LINEAR) % REMOLO_HIST_SUB == 0, "histogram: whole octaves");
 _Static_assert((REMOLO_RX_CMDQ_CAP & (REMOLO_RX_CMDQ_CAP - 1)) == 0, "command ring: power of two");
+_Static_assert((REMOLO_KEYQ_CAP & (REMOLO_KEYQ_CAP - 1)) == 0, "key ring: power of two");
+_Static_assert(REMOLO_KEYQ_CAP >= REMOLO_KEYQ_TEXT_EVENTS, "the largest text fits the key queue");
+_Static_assert(REMOLO_RX_CMDQ_CAP * REMOLO_RX_KEYS_PER_CMD >= REMOLO_KEYQ_CAP,
+               "the command ring holds a whole key queue");
 #endif

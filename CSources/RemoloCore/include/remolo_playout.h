@@ -134,11 +134,15 @@ enum playout_kind {
 	PLAYOUT_KIND_SCROLL = 2,
 	PLAYOUT_KIND_BUTTON = 3,
 	PLAYOUT_KIND_HEARTBEAT = 4,
+	/* Internal, not a datagram kind (wire.c refuses kind 5 as bad_kind):
+	 * keys come from the control channel only. */
+	PLAYOUT_KIND_KEY = 5,
 };
 
 /* One decoded packet. Motion: a,b = dx,dy in Q8 px. Scroll: a,b =
  * vertical,horizontal in Q8 hi-res units (positive = up / right, as
- * REL_WHEEL and REL_HWHEEL). Button: code = BTN_*, down = 0/1. */
+ * REL_WHEEL and REL_HWHEEL). Button: code = BTN_*, down = 0/1. Key: code =
+ * KEY_* (a key of the keyboard device, kbddev_has_key), down = 0/1. */
 struct playout_pkt {
 	uint64_t tx_us;            /* sender clock */
 	int32_t a, b;
@@ -277,6 +281,82 @@ struct btnq {
 	uint8_t state;               /* as last emitted */
 };
 
+/* ---- keys (keyq.c) ------------------------------------------------------ */
+/* Keyboard keys are evdev codes below PLAYOUT_KEY_LIMIT, where the mouse
+ * buttons (BTN_MISC, 0x100) begin; which of them the keyboard device has
+ * is kbddev_has_key's to say. State is a bit map over that range. */
+#define PLAYOUT_KEY_LIMIT 256
+#define PLAYOUT_KEY_WORDS (PLAYOUT_KEY_LIMIT / 64)
+_Static_assert(PLAYOUT_KEY_LIMIT <= PLAYOUT_BTN_FIRST && PLAYOUT_KEY_LIMIT % 64 == 0,
+	       "keys lie below the buttons, in whole 64-bit words");
+/* Key changes one tick lets out. */
+#define PLAYOUT_KEY_PER_TICK 16
+
+/* A key change: pushed in a batch (playout_push_keys) or let out by a tick. */
+struct playout_key {
+	uint16_t code;
+	uint8_t down;
+};
+
+/* Why a key event was refused at push (never queued). Each refusal leaves
+ * the session's key state as it was, so no refusal can leave a key held. */
+enum playout_key_refusal {
+	PLAYOUT_KEY_REFUSED_NONE = 0,
+	PLAYOUT_KEY_REFUSED_HELD = 1,       /* a press of a key the session holds */
+	PLAYOUT_KEY_REFUSED_NOT_HELD = 2,   /* a release of a key it does not hold */
+	PLAYOUT_KEY_REFUSED_UNKNOWN = 3,    /* a code the keyboard device does not have */
+	PLAYOUT_KEY_REFUSED_FLOOD = 4,      /* a press while the queue is full or
+					     * its overflow releases are pending */
+	PLAYOUT_KEY_REFUSED_COUNT = 5,
+};
+
+/* Queued key events keep their order; times only grow along the ring, so
+ * each event stores its time as the gap after the previous one. */
+struct keyq_event {
+	uint32_t gap_us;           /* after the previous event (the first: 0) */
+	uint16_t code;
+	uint8_t down;
+	uint8_t pad;
+};
+_Static_assert(sizeof(struct keyq_event) == 8, "a queued key event is 8 bytes");
+
+struct keyq {
+	struct keyq_event ev[REMOLO_KEYQ_CAP];
+	uint32_t head, tail;       /* free-running; index with & mask */
+	uint64_t head_at_us;       /* when the event at head is due */
+	uint64_t last_at_us;       /* when the newest queued event is due */
+	/* The session's intended state: every press and release pushed and
+	 * not refused, in push order. A press of a key down here or a
+	 * release of a key up here is refused. */
+	uint64_t want[PLAYOUT_KEY_WORDS];
+	uint64_t state[PLAYOUT_KEY_WORDS];   /* as last let out */
+	/* Overflow: releases that found the ring full (or releases already
+	 * pending) are folded here and let out once the ring has drained,
+	 * so a full queue never makes a key stick. */
+	uint64_t release[PLAYOUT_KEY_WORDS];
+	bool releasing;            /* some bit of release[] is set */
+};
+
+void keyq_init(struct keyq *q);
+static inline uint32_t keyq_len(const struct keyq *q) { return q->tail - q->head; }
+/* Why a push of this change would be refused: enum playout_key_refusal. */
+int keyq_check(const struct keyq *q, uint16_t code, uint8_t down);
+/* Queues a change keyq_check accepted, due at at_us (or after the newest
+ * queued event: order is kept). Returns 0 when queued, 1 when a release was
+ * folded into the overflow release set. */
+int keyq_push(struct keyq *q, uint64_t at_us, uint16_t code, uint8_t down);
+/* Lets out due changes into out[*n..max) in queue order: none due after
+ * now_us or after limit_us, one change per key code per call. Then, once
+ * the ring is empty, the overflow releases. *first_us: when the first ring
+ * event let out was due (untouched if none). Returns how many ring events
+ * were let out. */
+uint32_t keyq_drain(struct keyq *q, uint64_t now_us, uint64_t limit_us, struct playout_key *out,
+		    uint32_t *n, uint32_t max, uint64_t *first_us);
+/* When the event at head is due; false when the ring is empty. */
+bool keyq_head_due(const struct keyq *q, uint64_t *at_us);
+/* Session end: every queued event due at now_us, then every key released. */
+void keyq_flush(struct keyq *q, uint64_t now_us);
+
 /* ---- the whole receiver-side playout ------------------------------------ */
 #define PLAYOUT_BTN_PER_TICK 8
 /* playout_flush's release of every button then fits one tick. */
@@ -293,6 +373,8 @@ struct playout_out {
 	int32_t wheel_hires, hwheel_hires; /* REL_*_HI_RES (1/120 notch) */
 	uint32_t nbtn;
 	struct playout_btn btn[PLAYOUT_BTN_PER_TICK];
+	uint32_t nkey;               /* key changes, for the keyboard device */
+	struct playout_key key[PLAYOUT_KEY_PER_TICK];
 	bool idle;                   /* nothing queued, last motion >= idle_us old */
 	uint64_t due_us;             /* when the earliest segment or button this
 				      * tick let out for the first time was due,
@@ -309,6 +391,9 @@ struct playout_stats {
 	uint64_t clamped;            /* deltas over the single-packet bound */
 	uint64_t clock_resets;
 	uint64_t clock_steps;
+	uint64_t keys;               /* key changes let out */
+	uint64_t key_refused[PLAYOUT_KEY_REFUSED_COUNT]; /* by enum playout_key_refusal */
+	uint64_t key_folded;         /* releases folded by a full key queue */
 };
 
 enum playout_push_result {
@@ -317,7 +402,14 @@ enum playout_push_result {
 	PLAYOUT_PUSH_MERGED = 2,
 	PLAYOUT_PUSH_FORCED = 3,
 	PLAYOUT_PUSH_REJECTED = 4,
+	/* A key refused: PLAYOUT_PUSH_REJECTED + enum playout_key_refusal. */
+	PLAYOUT_PUSH_KEY_HELD = 5,
+	PLAYOUT_PUSH_KEY_NOT_HELD = 6,
+	PLAYOUT_PUSH_KEY_UNKNOWN = 7,
+	PLAYOUT_PUSH_KEY_FLOOD = 8,
 };
+_Static_assert(PLAYOUT_PUSH_KEY_FLOOD == PLAYOUT_PUSH_REJECTED + PLAYOUT_KEY_REFUSED_FLOOD,
+	       "key refusals follow PLAYOUT_PUSH_REJECTED in the same order");
 
 struct playout {
 	struct playout_config cfg;
@@ -325,6 +417,7 @@ struct playout {
 	struct delay_est delay;
 	struct segq q;
 	struct btnq b;
+	struct keyq k;
 	int64_t acc[4];              /* Q8 remainders: x, y, wheel, hwheel */
 	int32_t notch_acc[2];        /* hi-res units not yet a legacy notch */
 	uint64_t prev_tx_us;
@@ -366,11 +459,17 @@ const char *playout_config_problem(const struct playout_config *cfg);
 int playout_init(struct playout *p, const struct playout_config *cfg);
 /* Feeds one packet that arrived at rx_us. Returns enum playout_push_result. */
 int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt);
+/* Feeds n key changes with one sender time (a text's keys): checked and
+ * queued in order, at the one slot that time gets (the clock is fed once).
+ * Adds each refusal to refused[reason] (the caller zeroes it; may be NULL).
+ * Returns how many were accepted (queued or folded). */
+uint32_t playout_push_keys(struct playout *p, uint64_t rx_us, uint64_t tx_us, const struct playout_key *keys,
+			   uint32_t n, uint32_t refused[PLAYOUT_KEY_REFUSED_COUNT]);
 /* One drain tick: everything due up to now_us, as integers. */
 void playout_tick(struct playout *p, uint64_t now_us, struct playout_out *out);
-/* Releases what is still held: every queued motion and button is due now,
- * then every button is released. For the end of a session: nothing is
- * lost and no button sticks. */
+/* Releases what is still held: every queued motion, button and key is due
+ * now, then every button and key is released. For the end of a session:
+ * nothing is lost and nothing sticks. */
 void playout_flush(struct playout *p, uint64_t now_us);
 
 #endif

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "remolo_kbddev.h"
 #include "remolo_playout.h"
 #include "remolo_ptrdev.h"
 #include "remolo_wire.h"
@@ -40,6 +41,10 @@ struct rx_config {
 	struct ptrdev *dev;             /* output, initialised by the caller (uinput,
 					 * or ptrdev_init_fd); the loop thread alone
 					 * writes to it while the loop runs */
+	struct kbddev *kbd;             /* keyboard output (uinput, or kbddev_init_fd
+					 * on the pointer's fd), or NULL: keys are
+					 * then refused with -ENODEV. The loop
+					 * thread alone writes to it while it runs */
 	int rt_priority;                /* SCHED_FIFO priority on the loop thread; 0 = off */
 	int record_fd;                  /* arrival records (struct rx_record): the
 					 * write end of a pipe opened O_NONBLOCK;
@@ -79,14 +84,50 @@ enum rx_op {
 	RX_OP_PUSH = 3,                 /* id, pkt from the control channel: a
 					 * button, or fallback motion/scroll */
 	RX_OP_STOP = 4,                 /* end rx_loop_run */
+	RX_OP_KEYS = 5,                 /* id, pkt.tx_us, keys[0..nkeys): key
+					 * changes at one sender time, played in
+					 * order (playout_push_keys) */
 };
 
+/*
+ * A text becomes hundreds of key changes at one sender time (up to
+ * REMOLO_KEYQ_TEXT_EVENTS), and the ring holds REMOLO_RX_CMDQ_CAP commands.
+ * One command per key would need the ring 25 times over, with the caller
+ * waiting on the loop for each. So a command carries REMOLO_RX_KEYS_PER_CMD
+ * changes: a whole key queue's worth fits in the ring at once
+ * (remolo_limits.h), the loop runs a full command in a few microseconds,
+ * and the caller waits only when the ring is full, for about one command's
+ * time.
+ */
 struct rx_cmd {
 	struct playout_pkt pkt;
 	uint8_t key[WIRE_KEY_LEN];
 	uint8_t id[WIRE_ID_LEN];
 	uint8_t op;
+	uint8_t nkeys;                  /* RX_OP_KEYS: changes in keys[] */
+	struct playout_key keys[REMOLO_RX_KEYS_PER_CMD];
 };
+
+/*
+ * The result of a key command (RX_OP_KEYS, or RX_OP_PUSH of a
+ * PLAYOUT_KIND_KEY packet): >= 0, the count of changes refused for each
+ * enum playout_key_refusal r in RX_KEYS_RESULT_BITS bits from bit
+ * (r - 1) * RX_KEYS_RESULT_BITS; 0 when every change was taken. Or -errno:
+ * -ENOENT (no such session), -EINVAL (nkeys 0 or over
+ * REMOLO_RX_KEYS_PER_CMD), -ENODEV (the loop has no keyboard).
+ */
+#define RX_KEYS_RESULT_BITS 7
+_Static_assert(REMOLO_RX_KEYS_PER_CMD < (1u << RX_KEYS_RESULT_BITS) &&
+	       (PLAYOUT_KEY_REFUSED_COUNT - 1) * RX_KEYS_RESULT_BITS < 31,
+	       "a key command's refusals pack into a non-negative int32");
+
+static inline uint32_t rx_keys_refused(int32_t result, uint32_t reason)
+{
+	if (result < 0 || reason == 0 || reason >= PLAYOUT_KEY_REFUSED_COUNT)
+		return 0;
+	return ((uint32_t)result >> ((reason - 1) * RX_KEYS_RESULT_BITS)) &
+	       ((1u << RX_KEYS_RESULT_BITS) - 1);
+}
 
 /* ---- statistics --------------------------------------------------------- */
 /* All u64 so a snapshot can be copied word by word. */
@@ -132,6 +173,18 @@ struct rx_stats {
 	uint64_t records;               /* arrival records written (record_fd) */
 	uint64_t record_dropped;        /* not written: the pipe was full */
 	uint64_t record_errors;         /* not written: any other failure */
+	uint64_t keyboard;              /* 1 when the loop has a keyboard device */
+	uint64_t keys;                  /* key changes the sessions let out (a key
+					 * two sessions hold changes the device once) */
+	uint64_t key_refused[PLAYOUT_KEY_REFUSED_COUNT]; /* key changes refused at
+					 * push, by enum playout_key_refusal ([0]
+					 * unused) */
+	uint64_t keys_folded;           /* releases folded by a full key queue */
+	uint64_t key_frames;            /* writes to the keyboard */
+	uint64_t key_frames_split;      /* extra writes: over PLAYOUT_KEY_PER_TICK
+					 * changes across sessions in one tick */
+	uint64_t key_write_errors;
+	uint64_t keys_sysrq_dropped;    /* SysRq presses left out (Alt held) */
 	/* Timing, in rx_hist_bucket buckets of microseconds. */
 	uint64_t tick_late_hist[REMOLO_HIST_BUCKETS]; /* timer reads by how long
 					 * after the latest expiry they report the
@@ -175,11 +228,12 @@ enum rx_state {
 struct rx_loop;
 #define REMOLO_RX_LOOP_ALIGN     64  /* a plain number, so Swift can import it */
 
-/* The bytes a struct rx_loop takes (~300 KB, mostly playout rings). */
+/* The bytes a struct rx_loop takes (~900 KB, mostly playout rings: 32 sessions of ~27 KB). */
 size_t rx_loop_size(void);
 /* Sets up the loop on the caller's thread (fds, buffers, sessions table).
- * 0 or -errno (-EINVAL: bad config, no output device, a record_fd that is
- * not a pipe's non-blocking write end). */
+ * 0 or -errno (-EINVAL: bad config, no output device, a keyboard that is
+ * not initialised, a record_fd that is not a pipe's non-blocking write
+ * end). */
 int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg);
 /* Runs until RX_OP_STOP, on the thread that will own the ring. Returns 0, or
  * -errno when the ring cannot be set up (also left in run_error). */

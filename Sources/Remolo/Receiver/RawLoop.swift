@@ -18,23 +18,25 @@ package final class RawLoop: @unchecked Sendable {
     // threads reach it only through rx_cmd_push (serialised by `producer`),
     // rx_cmd_result, rx_stats_read and rx_loop_state, which are made for that.
     package let loop: OpaquePointer  // struct rx_loop, rx_loop_size() bytes
-    /// The output; lives as long as the loop that writes to it.
+    /// The outputs; they live as long as the loop that writes to them.
     let device: PointerDevice
+    let keyboard: KeyboardDevice?
     private let producer = Mutex(())
     private let finished = DispatchSemaphore(value: 0)
     private let started = Mutex(false)
     private let stopped = Mutex(false)
 
-    /// Sets the loop up over `config` (its `dev` is `device`'s), not yet
-    /// running. Throws rx_loop_init's errno.
-    package init(config: rx_config, device: PointerDevice) throws(SystemError) {
+    /// Sets the loop up over `config` (its `dev` is `device`'s, its `kbd`
+    /// `keyboard`'s), not yet running. Throws rx_loop_init's errno.
+    package init(config: rx_config, device: PointerDevice, keyboard: KeyboardDevice? = nil) throws(SystemError) {
         let raw = UnsafeMutableRawPointer.allocate(byteCount: rx_loop_size(),
                                                    alignment: Int(REMOLO_RX_LOOP_ALIGN))
-        // The struct is large (~300 KB, mostly playout rings): zero it once
+        // The struct is large (~900 KB, mostly playout rings): zero it once
         // here, so no page is first touched on the loop thread.
         raw.initializeMemory(as: UInt8.self, repeating: 0, count: rx_loop_size())
         var cfg = config
         cfg.dev = device.dev
+        cfg.kbd = keyboard?.dev
         let r = rx_loop_init(OpaquePointer(raw), &cfg)
         guard r == 0 else {
             raw.deallocate()
@@ -42,18 +44,21 @@ package final class RawLoop: @unchecked Sendable {
         }
         loop = OpaquePointer(raw)
         self.device = device
+        self.keyboard = keyboard
     }
 
     /// The loop over `socket` with the default playout, writing its frames
-    /// to `fd` (a test's sink, /dev/null).
+    /// to `fd` (a test's sink, /dev/null), the keyboard's too unless
+    /// `keyboard` is false.
     package convenience init(socket: Int32, output fd: Int32, realtimePriority: Int32 = 0,
-                             recordFD: Int32 = -1) throws {
+                             recordFD: Int32 = -1, keyboard: Bool = true) throws {
         var cfg = rx_config()
         playout_config_default(&cfg.playout)
         cfg.sock = socket
         cfg.rt_priority = realtimePriority
         cfg.record_fd = recordFD
-        try self.init(config: cfg, device: try PointerDevice(fileDescriptor: fd))
+        try self.init(config: cfg, device: try PointerDevice(fileDescriptor: fd),
+                      keyboard: keyboard ? try KeyboardDevice(fileDescriptor: fd) : nil)
     }
 
     deinit {

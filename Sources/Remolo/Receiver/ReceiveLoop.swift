@@ -55,15 +55,26 @@ public final class ReceiveLoop: @unchecked Sendable {
         cfg.rt_priority = realtimePriority
         cfg.record_fd = recordArrivals?.writeFD ?? -1
         let dev: PointerDevice
+        var kbd: KeyboardDevice?
+        var kbdError: KeyboardDeviceError?
         switch output {
-        case .uinput(let name): dev = try PointerDevice(name: name)
-        case .fileDescriptor(let fd): dev = try PointerDevice(fileDescriptor: fd)
+        case .uinput(let name, let keyboard):
+            dev = try PointerDevice(name: name)
+            // Without a keyboard the pointer still works: the control
+            // plane says "no keyboard device" to senders that ask.
+            if keyboard {
+                do { kbd = try KeyboardDevice(name: KeyboardDevice.name(besidePointer: name)) } catch { kbdError = error }
+            }
+        case .fileDescriptor(let fd, let keyboard):
+            dev = try PointerDevice(fileDescriptor: fd)
+            if keyboard { kbd = try KeyboardDevice(fileDescriptor: fd) }
         }
+        keyboardError = kbdError
         if case .uinput = output { isUinput = true } else { isUinput = false }
         do { port = try Socket.boundPort(socket) } catch {
             throw ReceiverError("the UDP socket is not usable: \(error)")
         }
-        do { raw = try RawLoop(config: cfg, device: dev) } catch {
+        do { raw = try RawLoop(config: cfg, device: dev, keyboard: kbd) } catch {
             throw ReceiverError("cannot set up the receive loop: \(error.message)")
         }
         recorder = recordArrivals
@@ -80,6 +91,13 @@ public final class ReceiveLoop: @unchecked Sendable {
 
     /// The uinput node the loop writes to, if it writes to a device.
     public var devnode: String? { isUinput ? raw.device.devnode : nil }
+    /// The keyboard's uinput node, if the loop has a uinput keyboard.
+    public var keyboardDevnode: String? { isUinput ? raw.keyboard?.devnode : nil }
+    /// Whether the loop has a keyboard (keys are refused without one).
+    public var hasKeyboard: Bool { raw.keyboard != nil }
+    /// Why the uinput keyboard could not be created (nil: it was, or was
+    /// not asked for).
+    public let keyboardError: KeyboardDeviceError?
 
     public var stats: ReceiverStats {
         ReceiverStats(raw.stats)
@@ -138,9 +156,10 @@ public final class ReceiveLoop: @unchecked Sendable {
         return withUnsafeBytes(of: s.slot_opened) { $0.bindMemory(to: UInt64.self)[slot] }
     }
 
-    /// What came over the control channel (a button, or internet-fallback
-    /// motion or scroll), played at its sender time through the session's
-    /// playout like its datagrams. False if the session is unknown.
+    /// What came over the control channel (a button, a key, or
+    /// internet-fallback motion or scroll), played at its sender time
+    /// through the session's playout like its datagrams. False if the
+    /// session is unknown, or a key was refused (`key` says why).
     @discardableResult
     public func push(_ id: SessionID, _ datagram: Datagram) throws(ReceiverError) -> Bool {
         var c = RawLoop.command(RX_OP_PUSH, id)
@@ -153,6 +172,79 @@ public final class ReceiveLoop: @unchecked Sendable {
     public func button(_ id: SessionID, code: UInt16, down: Bool,
                        senderTimeUs: UInt64) throws(ReceiverError) -> Bool {
         try push(id, Datagram(.button(code: code, down: down), senderTimeUs: senderTimeUs))
+    }
+
+    /// Key changes at one sender time (a text's keys, or one key), played
+    /// in order through the session's playout at the slot that time gets,
+    /// one change per key per tick. Refused changes (see `KeyRefusal`)
+    /// change nothing. Nil if the session is unknown.
+    ///
+    /// Any number of changes: a text of 256 characters is up to ~1600. They
+    /// travel `REMOLO_RX_KEYS_PER_CMD` to a command, so ~50 commands, and
+    /// the command ring takes a whole key queue's worth at once: the loop
+    /// runs each in microseconds, and this waits for room only while half
+    /// the ring holds commands of this call (their results must be read
+    /// before the ring reuses their slots), for at most `commandTimeout`
+    /// in all. Throws when the loop has no keyboard or does not answer.
+    public func keys(_ id: SessionID, _ changes: [KeyChange],
+                     senderTimeUs: UInt64) throws(ReceiverError) -> KeyPushResult? {
+        guard hasKeyboard else {
+            throw ReceiverError("the receiver has no keyboard device"
+                + (keyboardError.map { ": \($0.message)" } ?? " (not asked for)"))
+        }
+        let per = Int(REMOLO_RX_KEYS_PER_CMD), inFlight = Int(REMOLO_RX_CMDQ_CAP) / 2
+        let deadline = MonotonicClock.seconds() + Self.commandTimeout
+        var result = KeyPushResult()
+        var pending: [(seq: Int64, count: Int)] = []
+        var unknown = false
+
+        func settle(_ r: Int32, _ count: Int) throws(ReceiverError) {
+            switch r {
+            case 0...: result.add(commandResult: r, count: count)
+            case -ENODEV: throw ReceiverError("the receiver has no keyboard device")
+            default: unknown = true    // -ENOENT, -EINVAL: no such live session
+            }
+        }
+        // Reads the oldest pending result, waiting for it.
+        func collect() throws(ReceiverError) {
+            let p = pending.removeFirst()
+            while true {
+                if let r = raw.result(p.seq) { return try settle(r, p.count) }
+                guard isRunning, MonotonicClock.seconds() < deadline else {
+                    throw ReceiverError("the receive loop is not running")
+                }
+                usleep(50)
+            }
+        }
+
+        for start in stride(from: 0, to: changes.count, by: per) {
+            let chunk = changes[start..<min(start + per, changes.count)]
+            var c = RawLoop.command(RX_OP_KEYS, id)
+            c.pkt.tx_us = senderTimeUs
+            c.nkeys = UInt8(chunk.count)
+            withUnsafeMutableBytes(of: &c.keys) { raw in
+                let k = raw.bindMemory(to: playout_key.self)
+                for (i, ch) in chunk.enumerated() { k[i] = playout_key(code: ch.code, down: ch.down ? 1 : 0) }
+            }
+            if pending.count >= inFlight { try collect() }
+            var seq: Int64
+            while true {
+                seq = raw.push(c)
+                if seq >= 0 || seq != -Int64(EAGAIN) || MonotonicClock.seconds() > deadline { break }
+                // The ring is full of other commands: read ours meanwhile.
+                if !pending.isEmpty { try collect() } else { usleep(100) }
+            }
+            guard seq >= 0 else { throw ReceiverError("the receive loop does not take commands (\(seq))") }
+            pending.append((seq, chunk.count))
+        }
+        while !pending.isEmpty { try collect() }
+        return unknown ? nil : result
+    }
+
+    /// One key change (see `keys`).
+    public func key(_ id: SessionID, code: UInt16, down: Bool,
+                    senderTimeUs: UInt64) throws(ReceiverError) -> KeyPushResult? {
+        try keys(id, [KeyChange(code: code, down: down)], senderTimeUs: senderTimeUs)
     }
 
     /// Ends every session (flushing it) and stops the loop thread. Idempotent.

@@ -36,11 +36,17 @@ public struct ReceiverError: Error, Equatable, CustomStringConvertible, Sendable
 
 /// Where the receive loop writes its frames.
 public enum ReceiverOutput: Sendable {
-    /// A new uinput pointer device with this name (what the desktop sees).
-    case uinput(name: String)
+    /// A new uinput pointer device with this name (what the desktop sees)
+    /// and, with `keyboard`, the keyboard beside it
+    /// (`KeyboardDevice.name(besidePointer:)`: "Remolo keyboard" beside the
+    /// default pointer). A keyboard that cannot be created leaves the loop
+    /// without one (`ReceiveLoop.keyboardError` says why); the pointer
+    /// still runs.
+    case uinput(name: String, keyboard: Bool = true)
     /// Any file descriptor: the same encoded evdev frames (struct
-    /// input_event), one write() per tick, by the device's own write and
-    /// button-recovery code. For tests and tools; the caller owns the
-    /// descriptor. This is not a pointer device.
-    case fileDescriptor(Int32)
+    /// input_event), one write() per tick, by the devices' own write and
+    /// recovery code; the keyboard's frames (with `keyboard`) go to the
+    /// same descriptor, each its own write. For tests and tools; the caller
+    /// owns the descriptor. This is not a pointer device.
+    case fileDescriptor(Int32, keyboard: Bool = true)
 }

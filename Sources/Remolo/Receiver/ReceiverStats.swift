@@ -60,6 +60,23 @@ public struct ReceiverStats: Sendable, Equatable {
     public var recordedArrivals: UInt64
     public var unrecordedArrivals: UInt64
     public var recordErrors: UInt64
+    /// The loop has a keyboard device.
+    public var keyboard: Bool
+    /// Key changes the sessions let out (a key two sessions hold changes
+    /// the device once).
+    public var keys: UInt64
+    /// Key changes refused at push, by reason.
+    public var keysRefused: [KeyRefusal: UInt64]
+    /// Releases that found the session's key queue full, played after it.
+    public var keysFolded: UInt64
+    /// Frames written to the keyboard (one write() each); extra frames for
+    /// more than 16 key changes across sessions in one tick; failed writes.
+    public var keyFrames: UInt64
+    public var splitKeyFrames: UInt64
+    public var keyWriteErrors: UInt64
+    /// SysRq presses left out because the keyboard held an Alt (the
+    /// kernel's magic SysRq is not for senders).
+    public var sysrqDropped: UInt64
 
     public var dropped: UInt64 { drops.values.reduce(0, +) }
     public subscript(reason: DatagramDropReason) -> UInt64 { drops[reason] ?? 0 }
@@ -105,6 +122,31 @@ public struct ReceiverStats: Sendable, Equatable {
         recordedArrivals = s.records
         unrecordedArrivals = s.record_dropped
         recordErrors = s.record_errors
+        keyboard = s.keyboard != 0
+        keys = s.keys
+        var k: [KeyRefusal: UInt64] = [:]
+        withUnsafeBytes(of: s.key_refused) { raw in
+            let counts = raw.bindMemory(to: UInt64.self)
+            for r in KeyRefusal.allCases { k[r] = counts[Int(r.core)] }
+        }
+        keysRefused = k
+        keysFolded = s.keys_folded
+        keyFrames = s.key_frames
+        splitKeyFrames = s.key_frames_split
+        keyWriteErrors = s.key_write_errors
+        sysrqDropped = s.keys_sysrq_dropped
+    }
+
+    /// Key changes refused for `reason`.
+    public func keysRefused(_ reason: KeyRefusal) -> UInt64 { keysRefused[reason] ?? 0 }
+
+    /// The "keys" object of the JSON statistics: what the loop played and
+    /// refused, refusals under the protocol's reason names.
+    public var keysJSONFields: [(String, String)] {
+        [("keyboard", "\(keyboard)"), ("played", "\(keys)")]
+            + KeyRefusal.allCases.map { ($0.name, "\(keysRefused($0))") }
+            + [("folded", "\(keysFolded)"), ("frames", "\(keyFrames)"), ("split_frames", "\(splitKeyFrames)"),
+               ("write_errors", "\(keyWriteErrors)"), ("sysrq_dropped", "\(sysrqDropped)")]
     }
 
     /// One JSON object on one line (`remolo receive --stats-json`): every
@@ -131,6 +173,7 @@ public struct ReceiverStats: Sendable, Equatable {
             ("realtime", "\(realtime)"), ("ring_flags", "\(ringFlags)"),
             ("recorded_arrivals", "\(recordedArrivals)"), ("unrecorded_arrivals", "\(unrecordedArrivals)"),
             ("record_errors", "\(recordErrors)"),
+            ("keys", "{" + keysJSONFields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"),
         ]
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
@@ -144,6 +187,11 @@ public struct ReceiverStats: Sendable, Equatable {
         s += " | ticks \(ticks) late \(lateTicks) missed \(missedTicks) | frames \(frames)"
         s += " | timer \(timerRunning ? "on" : "off") (starts \(timerStarts)) | sessions \(liveSessions)"
         s += " | io_uring flags 0x" + String(ringFlags, radix: 16) + (realtime ? " | SCHED_FIFO" : "")
+        if keys > 0 || keysRefused.values.contains(where: { $0 > 0 }) {
+            s += " | keys \(keys)"
+            let refused = KeyRefusal.allCases.compactMap { r in keysRefused(r) > 0 ? "\(r.name) \(keysRefused(r))" : nil }
+            if !refused.isEmpty { s += " (refused: " + refused.joined(separator: ", ") + ")" }
+        }
         if bufferRingEmpty > 0 { s += " | ENOBUFS \(bufferRingEmpty)" }
         if writeErrors > 0 { s += " | write errors \(writeErrors) (errno \(lastWriteErrno))" }
         if recordedArrivals + unrecordedArrivals + recordErrors > 0 {

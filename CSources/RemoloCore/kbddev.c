@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uinput keyboard device (see remolo_kbddev.h), built as ptrdev.c is:
+ * libevdev creates the device, frames go straight to the uinput fd with one
+ * write() each, and the keys asked for are reconciled with the keys written
+ * after a failed write.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include <libevdev/libevdev.h>
+#include <libevdev/libevdev-uinput.h>
+
+#include "remolo_kbddev.h"
+
+/* The keys, as ranges of evdev codes (linux/input-event-codes.h). Left
+ * out on purpose: KEY_POWER, KEY_SLEEP, KEY_WAKEUP, KEY_SUSPEND and the
+ * radio switches (KEY_RFKILL, KEY_WLAN, KEY_BLUETOOTH ...): systemd-logind
+ * powers off or suspends on them from any keyboard, the locked screen
+ * included, and a remote sender has no business there. */
+static const struct {
+	uint16_t first, last;
+} key_ranges[] = {
+	{ KEY_ESC, KEY_KPDOT },                 /* the main block, F1-F10, modifiers, keypad */
+	{ KEY_ZENKAKUHANKAKU, KEY_KPJPCOMMA },  /* 102ND (ISO), F11, F12, Japanese keys */
+	{ KEY_KPENTER, KEY_RIGHTALT },          /* keypad Enter and /, right Ctrl/Alt, SysRq (Print Screen) */
+	{ KEY_HOME, KEY_DELETE },               /* navigation: Home ... arrows ... Insert, Delete */
+	{ KEY_MUTE, KEY_VOLUMEUP },             /* mute, volume down and up */
+	{ KEY_KPEQUAL, KEY_PAUSE },             /* keypad = and +/-, Pause */
+	{ KEY_KPCOMMA, KEY_COMPOSE },           /* keypad comma, Korean keys, Yen, Meta, Menu (Compose) */
+	{ KEY_STOP, KEY_CALC },                 /* Stop, Again, Undo, Copy, Paste, Find, Cut, Help, Menu, Calc */
+	{ KEY_WWW, KEY_WWW },
+	{ KEY_MAIL, KEY_FORWARD },              /* Mail, Bookmarks, Computer, Back, Forward */
+	{ KEY_EJECTCD, KEY_EJECTCD },
+	{ KEY_NEXTSONG, KEY_REWIND },           /* next, play/pause, previous, stop, record, rewind */
+	{ KEY_HOMEPAGE, KEY_REFRESH },
+	{ KEY_F13, KEY_F24 },
+	{ KEY_PLAYCD, KEY_PAUSECD },
+	{ KEY_PLAY, KEY_FASTFORWARD },
+	{ KEY_PRINT, KEY_PRINT },
+	{ KEY_SEARCH, KEY_SEARCH },
+	{ KEY_BRIGHTNESSDOWN, KEY_MEDIA },      /* brightness down and up, Media */
+	{ KEY_MICMUTE, KEY_MICMUTE },
+};
+
+_Static_assert(KEY_MICMUTE < PLAYOUT_KEY_LIMIT, "every key lies in the playout's key range");
+_Static_assert(sizeof(struct input_event) == 2 * sizeof(long) + 8, "input_event: the kernel's layout");
+
+bool kbddev_has_key(uint16_t code)
+{
+	for (size_t i = 0; i < sizeof(key_ranges) / sizeof(key_ranges[0]); i++) {
+		if (code >= key_ranges[i].first && code <= key_ranges[i].last)
+			return true;
+	}
+	return false;
+}
+
+static bool bit(const uint64_t *m, uint32_t c)
+{
+	return (m[c / 64] >> (c % 64)) & 1u;
+}
+
+static void put_bit(uint64_t *m, uint32_t c, bool on)
+{
+	if (on)
+		m[c / 64] |= 1ull << (c % 64);
+	else
+		m[c / 64] &= ~(1ull << (c % 64));
+}
+
+static void reset(struct kbddev *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->fd = -1;
+}
+
+int kbddev_init(struct kbddev *d, const char *name)
+{
+	int ret = 0;
+
+	reset(d);
+	d->dev = libevdev_new();
+	if (!d->dev)
+		return -ENOMEM;
+	libevdev_set_name(d->dev, name ? name : REMOLO_KBDDEV_NAME);
+	libevdev_set_id_bustype(d->dev, BUS_VIRTUAL);
+	/* The pointer's vendor, the next product id: udev rules and hwdb
+	 * entries can match either. */
+	libevdev_set_id_vendor(d->dev, 0x1d6b);
+	libevdev_set_id_product(d->dev, 0x5246);
+	libevdev_set_id_version(d->dev, 1);
+
+	/* udev's input_id calls a device with KEY_ESC, the digits and Q..D a
+	 * keyboard (ID_INPUT_KEYBOARD), and libinput takes it as one. */
+	for (size_t i = 0; ret == 0 && i < sizeof(key_ranges) / sizeof(key_ranges[0]); i++) {
+		for (unsigned int c = key_ranges[i].first; ret == 0 && c <= key_ranges[i].last; c++)
+			ret = libevdev_enable_event_code(d->dev, EV_KEY, c, NULL);
+	}
+	/* EV_REP with no delay or period set: the kernel repeats held keys
+	 * itself (input_register_device's soft repeat, 250 ms / 33 ms), and
+	 * desktops apply their own repeat settings. */
+	if (ret == 0)
+		ret = libevdev_enable_event_type(d->dev, EV_REP);
+	if (ret) {
+		ret = -EINVAL;
+		goto err;
+	}
+	ret = libevdev_uinput_create_from_device(d->dev, LIBEVDEV_UINPUT_OPEN_MANAGED, &d->uidev);
+	if (ret < 0)
+		goto err;
+	d->fd = libevdev_uinput_get_fd(d->uidev);
+	return 0;
+
+err:
+	libevdev_free(d->dev);
+	d->dev = NULL;
+	d->uidev = NULL;
+	return ret;
+}
+
+int kbddev_init_fd(struct kbddev *d, int fd)
+{
+	reset(d);
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return -EBADF;
+	d->fd = fd;
+	return 0;
+}
+
+static void put(struct input_event *ev, int *n, unsigned int type, unsigned int code, int value)
+{
+	memset(&ev[*n], 0, sizeof(ev[*n]));
+	ev[*n].type = (uint16_t)type;
+	ev[*n].code = (uint16_t)code;
+	ev[*n].value = value;
+	(*n)++;
+}
+
+int kbddev_encode(struct input_event *ev, size_t cap, const struct playout_key *keys, uint32_t n,
+		  uint64_t held[PLAYOUT_KEY_WORDS])
+{
+	uint64_t touched[PLAYOUT_KEY_WORDS] = { 0 };
+	int k = 0;
+
+	if (cap < REMOLO_KBDDEV_FRAME_MAX || n > PLAYOUT_KEY_PER_TICK)
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!kbddev_has_key(keys[i].code))
+			return -EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint16_t c = keys[i].code;
+
+		/* Down and up of one key inside one frame would cancel out. */
+		if (bit(touched, c)) {
+			put(ev, &k, EV_SYN, SYN_REPORT, 0);
+			memset(touched, 0, sizeof(touched));
+		}
+		put_bit(touched, c, true);
+		put(ev, &k, EV_KEY, c, keys[i].down ? 1 : 0);
+		put_bit(held, c, keys[i].down);
+	}
+	if (k == 0)
+		return 0;
+	put(ev, &k, EV_SYN, SYN_REPORT, 0);
+	return k;
+}
+
+static int write_frame(struct kbddev *d, int n)
+{
+	size_t len = (size_t)n * sizeof(d->frame[0]);
+	ssize_t w;
+
+	do {
+		w = write(d->fd, d->frame, len);
+	} while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	if ((size_t)w != len)
+		return -EIO;
+	return (int)w;
+}
+
+/* Brings the device's keys to what was asked for, PLAYOUT_KEY_PER_TICK
+ * keys a frame: after a failed write (the playout lets each change out
+ * once), and for kbddev_release. Releases first, so a retried press never
+ * lands before the release it followed. */
+static int reconcile(struct kbddev *d)
+{
+	struct playout_key fix[PLAYOUT_KEY_PER_TICK];
+	int total = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		uint8_t down = (uint8_t)pass;
+
+		for (uint32_t w = 0; w < PLAYOUT_KEY_WORDS; w++) {
+			uint64_t m = (d->held[w] ^ d->want[w]) & (down ? d->want[w] : d->held[w]);
+
+			while (m) {
+				uint64_t held[PLAYOUT_KEY_WORDS];
+				uint32_t nfix = 0;
+				int n, ret;
+
+				while (m && nfix < PLAYOUT_KEY_PER_TICK) {
+					fix[nfix].code = (uint16_t)(w * 64 + (uint32_t)__builtin_ctzll(m));
+					fix[nfix].down = down;
+					nfix++;
+					m &= m - 1;
+				}
+				memcpy(held, d->held, sizeof(held));
+				n = kbddev_encode(d->frame, REMOLO_KBDDEV_FRAME_MAX, fix, nfix, held);
+				if (n <= 0)
+					return n;
+				ret = write_frame(d, n);
+				if (ret < 0)
+					return ret;
+				memcpy(d->held, held, sizeof(held));
+				total += ret;
+			}
+		}
+	}
+	return total;
+}
+
+static bool alt_down(const uint64_t *m)
+{
+	return bit(m, KEY_LEFTALT) || bit(m, KEY_RIGHTALT);
+}
+
+int kbddev_write(struct kbddev *d, const struct playout_out *out)
+{
+	struct playout_key keys[PLAYOUT_KEY_PER_TICK];
+	uint64_t held[PLAYOUT_KEY_WORDS];
+	uint32_t n = 0;
+	int k, ret;
+
+	if (d->fd < 0)
+		return -ENODEV;
+	if (out->nkey > PLAYOUT_KEY_PER_TICK)
+		return -EINVAL;
+	for (uint32_t i = 0; i < out->nkey; i++) {
+		if (!kbddev_has_key(out->key[i].code))
+			return -EINVAL;
+	}
+	if (__builtin_expect(memcmp(d->held, d->want, sizeof(d->held)) != 0, 0))
+		(void)reconcile(d);
+	for (uint32_t i = 0; i < out->nkey; i++) {
+		const struct playout_key *c = &out->key[i];
+
+		if (c->code == KEY_SYSRQ && c->down && alt_down(d->want)) {
+			d->sysrq_dropped++;
+			continue;
+		}
+		/* ... and so is the release of a SysRq left out. */
+		if (c->code == KEY_SYSRQ && !c->down && !bit(d->want, KEY_SYSRQ))
+			continue;
+		/* The request stands whether or not it reaches the kernel. */
+		put_bit(d->want, c->code, c->down);
+		keys[n++] = *c;
+	}
+	memcpy(held, d->held, sizeof(held));
+	k = kbddev_encode(d->frame, REMOLO_KBDDEV_FRAME_MAX, keys, n, held);
+	if (k <= 0)
+		return k;
+	ret = write_frame(d, k);
+	if (ret > 0)
+		memcpy(d->held, held, sizeof(held));
+	return ret;
+}
+
+int kbddev_release(struct kbddev *d)
+{
+	if (d->fd < 0)
+		return -ENODEV;
+	memset(d->want, 0, sizeof(d->want));
+	return reconcile(d);
+}
+
+const char *kbddev_devnode(const struct kbddev *d)
+{
+	return d->uidev ? libevdev_uinput_get_devnode(d->uidev) : NULL;
+}
+
+void kbddev_deinit(struct kbddev *d)
+{
+	/* An explicit release reaches every reader in order before the device
+	 * goes away (the kernel would also drop a destroyed device's keys). */
+	if (d->fd >= 0)
+		(void)kbddev_release(d);
+	if (d->uidev)
+		libevdev_uinput_destroy(d->uidev);
+	if (d->dev)
+		libevdev_free(d->dev);
+	reset(d);
+}
