@@ -286,7 +286,7 @@ public struct PlayoutStats: Sendable, Equatable {
     /// Key changes let out; refused at push, by reason; releases folded
     /// by a full key queue.
     public var keys: UInt64 = 0
-    public var keysRefused: [KeyRefusal: UInt64] = [:]
+    public var keysRefused: [LoopKeyRefusal: UInt64] = [:]
     public var keysFolded: UInt64 = 0
 }
 
@@ -356,10 +356,10 @@ public final class Playout {
 
     public var stats: PlayoutStats {
         let s = p.pointee.stats
-        var refused: [KeyRefusal: UInt64] = [:]
+        var refused: [LoopKeyRefusal: UInt64] = [:]
         withUnsafeBytes(of: s.key_refused) { raw in
             let counts = raw.bindMemory(to: UInt64.self)
-            for r in KeyRefusal.allCases where counts[Int(r.core)] > 0 { refused[r] = counts[Int(r.core)] }
+            for r in LoopKeyRefusal.allCases where counts[Int(r.core)] > 0 { refused[r] = counts[Int(r.core)] }
         }
         return PlayoutStats(packets: s.packets, late: s.late, merged: s.merged, forced: s.forced,
                             clamped: s.clamped, clockResets: s.clock_resets, clockSteps: s.clock_steps,

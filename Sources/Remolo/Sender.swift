@@ -156,7 +156,11 @@ public final class Sender {
         let n = HelloNegotiator(wanted: keyboard ? .keyboard : [], log: log)
         let open = { try n.open(connect) }
         let ch = try open()
-        do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open, negotiator: n) } catch {
+        do {
+            let s = try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open, negotiator: n)
+            s.log = log
+            return s
+        } catch {
             ch.close(); throw error
         }
     }
@@ -177,7 +181,11 @@ public final class Sender {
         // The pairing's own session says hello too: the pairing completed
         // at key confirmation, so an older receiver's bye costs a reconnect only.
         let ch = n.wanted.isEmpty ? paired : try n.negotiate(paired, connect)
-        do { return try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open, negotiator: n) } catch {
+        do {
+            let s = try Sender(channel: ch, host: host, port: port, datagramsTo: datagramsTo, reconnect: open, negotiator: n)
+            s.log = log
+            return s
+        } catch {
             ch.close(); throw error
         }
     }
@@ -331,8 +339,9 @@ public final class Sender {
     public func run(_ source: inout some MotionSource, seconds: Double, rate: Double = 120,
                     reconnect: Bool = false, over transport: SenderTransport = .udp,
                     onEvent: @escaping (String) -> Void = { _ in }) throws {
+        let saved = log
         log = onEvent
-        defer { log = { _ in }; flushFallback(force: true) }
+        defer { log = saved; flushFallback(force: true) }
         if transport == .tcp && !forcedTCP { forcedTCP = true; onControlChannel = true }
         let hz = min(max(rate, 1), 120)
         let count = max(1, Int((seconds * hz).rounded()))

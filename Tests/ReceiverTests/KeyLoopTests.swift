@@ -59,7 +59,7 @@ extension RxSuite {
             let st = rig.stats
             #expect(st.keys == 8 && st.keyFrames == UInt64(rig.sink.keyboardFrames.count) && st.keyWriteErrors == 0)
             #expect(rig.sink.sum(Event.relX) == 20, "the pointer's frames are there too")
-            #expect(KeyRefusal.allCases.allSatisfy { st.keysRefused($0) == 0 })
+            #expect(LoopKeyRefusal.allCases.allSatisfy { st.keysRefused($0) == 0 })
         }
 
         @Test("2: refused keys change nothing and are counted by reason")

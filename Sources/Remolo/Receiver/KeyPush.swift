@@ -5,7 +5,7 @@ internal import RemoloCore
 /// Why the receiver refused a key change. Raw values are the control
 /// protocol's refused reasons (the `refused` message); each refusal leaves
 /// the session's keys as they were, so none can leave a key held.
-public enum KeyRefusal: UInt8, CaseIterable, Sendable {
+public enum LoopKeyRefusal: UInt8, CaseIterable, Sendable {
     /// A code the Remolo keyboard does not have (`KeyboardDevice.hasKey`).
     case unknownKey = 3
     /// A release of a key the session does not hold.
@@ -43,22 +43,22 @@ public struct KeyPushResult: Sendable, Equatable {
     /// sender time; a release that found the queue full plays after it).
     public var accepted: Int = 0
     /// Changes refused, by reason; a reason with none is absent.
-    public var refused: [KeyRefusal: Int] = [:]
+    public var refused: [LoopKeyRefusal: Int] = [:]
 
-    public init(accepted: Int = 0, refused: [KeyRefusal: Int] = [:]) {
+    public init(accepted: Int = 0, refused: [LoopKeyRefusal: Int] = [:]) {
         self.accepted = accepted
         self.refused = refused
     }
 
     /// Every change was taken.
     public var allAccepted: Bool { refused.isEmpty }
-    public subscript(reason: KeyRefusal) -> Int { refused[reason] ?? 0 }
+    public subscript(reason: LoopKeyRefusal) -> Int { refused[reason] ?? 0 }
 
     /// Adds one key command's result (remolo_rx.h: refusals packed by
     /// reason) for `count` changes.
     mutating func add(commandResult r: Int32, count: Int) {
         var no = 0
-        for reason in KeyRefusal.allCases {
+        for reason in LoopKeyRefusal.allCases {
             let n = Int(rx_keys_refused(r, reason.core))
             if n > 0 { refused[reason, default: 0] += n }
             no += n

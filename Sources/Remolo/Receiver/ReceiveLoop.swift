@@ -176,7 +176,7 @@ public final class ReceiveLoop: @unchecked Sendable {
 
     /// Key changes at one sender time (a text's keys, or one key), played
     /// in order through the session's playout at the slot that time gets,
-    /// one change per key per tick. Refused changes (see `KeyRefusal`)
+    /// one change per key per tick. Refused changes (see `LoopKeyRefusal`)
     /// change nothing. Nil if the session is unknown.
     ///
     /// Any number of changes: a text of 256 characters is up to ~1600. They

@@ -128,12 +128,10 @@ public final class Receiver: @unchecked Sendable {
 
     /// `--stats-json`: the loop's counters and, under "keys", the keyboard's.
     public var statsJSON: String {
-        var s = stats.json
-        s.removeLast()
         let drops = kernelDrops
-        s += ",\"socket\":{\"rcvbuf_bytes\":\(receiveBuffer.bytes),\"rcvbuf_forced\":\(receiveBuffer.forced),"
+        let socket = "{\"rcvbuf_bytes\":\(receiveBuffer.bytes),\"rcvbuf_forced\":\(receiveBuffer.forced),"
             + "\"kernel_drops\":\(drops.map(String.init) ?? "null")}"
-        return s + ",\"keys\":" + keyboardCounters.json + "}"
+        return stats.json(keys: keyboardCounters.jsonFields, extra: [("socket", socket)])
     }
     /// Datagrams the kernel dropped at the UDP socket (queue full), or nil
     /// where the kernel does not say.
@@ -309,11 +307,16 @@ public final class Receiver: @unchecked Sendable {
         case .text(let t): (played, refused) = try kb.text(t)
         default: return
         }
-        if case .strokes(let strokes, let at) = played, !loop.pushKeys(id, strokes, senderTimeUs: at) {
-            // The loop's key queue is full: nothing of it was queued.
-            refused = KeyRefused(sequence: kb.lastSequence ?? 0, reason: .flood, count: 1)
-            kb.forget(strokes)
-            played = .none
+        if case .strokes(let strokes, let at) = played {
+            let r = try? loop.keys(id, strokes.map { KeyChange(code: $0.code, down: $0.down) }, senderTimeUs: at)
+            if let r, !r.allAccepted, refused == nil || refused?.reason == .untypable {
+                // What the session's checks passed, the loop still refused
+                // (its key queue full): say the first reason, and count the
+                // presses as not held.
+                let (why, n) = r.refused.max { $0.value < $1.value }!
+                refused = KeyRefused(sequence: kb.lastSequence ?? 0, reason: KeyRefusal(rawValue: why.rawValue), count: UInt16(clamping: n))
+                kb.forget(strokes)
+            }
         }
         tally.count(m, played: played, refused: refused)
         if let r = refused { reply = .refused(r) }

@@ -66,7 +66,7 @@ public struct ReceiverStats: Sendable, Equatable {
     /// the device once).
     public var keys: UInt64
     /// Key changes refused at push, by reason.
-    public var keysRefused: [KeyRefusal: UInt64]
+    public var keysRefused: [LoopKeyRefusal: UInt64]
     /// Releases that found the session's key queue full, played after it.
     public var keysFolded: UInt64
     /// Frames written to the keyboard (one write() each); extra frames for
@@ -124,10 +124,10 @@ public struct ReceiverStats: Sendable, Equatable {
         recordErrors = s.record_errors
         keyboard = s.keyboard != 0
         keys = s.keys
-        var k: [KeyRefusal: UInt64] = [:]
+        var k: [LoopKeyRefusal: UInt64] = [:]
         withUnsafeBytes(of: s.key_refused) { raw in
             let counts = raw.bindMemory(to: UInt64.self)
-            for r in KeyRefusal.allCases { k[r] = counts[Int(r.core)] }
+            for r in LoopKeyRefusal.allCases { k[r] = counts[Int(r.core)] }
         }
         keysRefused = k
         keysFolded = s.keys_folded
@@ -138,20 +138,24 @@ public struct ReceiverStats: Sendable, Equatable {
     }
 
     /// Key changes refused for `reason`.
-    public func keysRefused(_ reason: KeyRefusal) -> UInt64 { keysRefused[reason] ?? 0 }
+    public func keysRefused(_ reason: LoopKeyRefusal) -> UInt64 { keysRefused[reason] ?? 0 }
 
     /// The "keys" object of the JSON statistics: what the loop played and
     /// refused, refusals under the protocol's reason names.
     public var keysJSONFields: [(String, String)] {
         [("keyboard", "\(keyboard)"), ("played", "\(keys)")]
-            + KeyRefusal.allCases.map { ($0.name, "\(keysRefused($0))") }
+            + LoopKeyRefusal.allCases.map { ($0.name, "\(keysRefused($0))") }
             + [("folded", "\(keysFolded)"), ("frames", "\(keyFrames)"), ("split_frames", "\(splitKeyFrames)"),
                ("write_errors", "\(keyWriteErrors)"), ("sysrq_dropped", "\(sysrqDropped)")]
     }
 
     /// One JSON object on one line (`remolo receive --stats-json`): every
     /// counter, drops under the README's reason names.
-    public var json: String {
+    public var json: String { json() }
+
+    /// The same, with `keys` added to the "keys" object and `extra` fields
+    /// at the end (the receiver's control plane and socket).
+    public func json(keys moreKeys: [(String, String)] = [], extra: [(String, String)] = []) -> String {
         var fields: [(String, String)] = [
             ("datagrams", "\(datagrams)"), ("opened", "\(opened)"), ("dropped", "\(dropped)"),
         ]
@@ -173,9 +177,9 @@ public struct ReceiverStats: Sendable, Equatable {
             ("realtime", "\(realtime)"), ("ring_flags", "\(ringFlags)"),
             ("recorded_arrivals", "\(recordedArrivals)"), ("unrecorded_arrivals", "\(unrecordedArrivals)"),
             ("record_errors", "\(recordErrors)"),
-            ("keys", "{" + keysJSONFields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"),
+            ("keys", "{" + (keysJSONFields + moreKeys).map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"),
         ]
-        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+        return "{" + (fields + extra).map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }
 
     /// One line for logs.
@@ -189,7 +193,7 @@ public struct ReceiverStats: Sendable, Equatable {
         s += " | io_uring flags 0x" + String(ringFlags, radix: 16) + (realtime ? " | SCHED_FIFO" : "")
         if keys > 0 || keysRefused.values.contains(where: { $0 > 0 }) {
             s += " | keys \(keys)"
-            let refused = KeyRefusal.allCases.compactMap { r in keysRefused(r) > 0 ? "\(r.name) \(keysRefused(r))" : nil }
+            let refused = LoopKeyRefusal.allCases.compactMap { r in keysRefused(r) > 0 ? "\(r.name) \(keysRefused(r))" : nil }
             if !refused.isEmpty { s += " (refused: " + refused.joined(separator: ", ") + ")" }
         }
         if bufferRingEmpty > 0 { s += " | ENOBUFS \(bufferRingEmpty)" }

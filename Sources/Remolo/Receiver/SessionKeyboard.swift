@@ -35,10 +35,10 @@ public struct KeyboardCounters: Sendable, Equatable {
 
     public init() {}
 
-    public var json: String {
-        var s = "{\"key_messages\":\(keyMessages),\"text_messages\":\(textMessages),\"key_events\":\(keyEvents),\"refused\":{"
-        s += KeyRefusal.known.map { "\"\($0.name)\":\(refused[$0.name] ?? 0)" }.joined(separator: ",")
-        return s + "}}"
+    /// Fields of the statistics' "keys" object (beside the loop's).
+    public var jsonFields: [(String, String)] {
+        [("key_messages", "\(keyMessages)"), ("text_messages", "\(textMessages)"), ("key_events", "\(keyEvents)"),
+         ("refused", "{" + KeyRefusal.known.map { "\"\($0.name)\":\(refused[$0.name] ?? 0)" }.joined(separator: ",") + "}")]
     }
 }
 
