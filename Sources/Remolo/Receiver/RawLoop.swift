@@ -47,12 +47,13 @@ package final class RawLoop: @unchecked Sendable {
     /// The loop over `socket` with the default playout, writing its frames
     /// to `fd` (a test's sink, /dev/null).
     package convenience init(socket: Int32, output fd: Int32, realtimePriority: Int32 = 0,
-                             recordFD: Int32 = -1) throws {
+                             recordFD: Int32 = -1, drain: DrainRate = .default) throws {
         var cfg = rx_config()
         playout_config_default(&cfg.playout)
         cfg.sock = socket
         cfg.rt_priority = realtimePriority
         cfg.record_fd = recordFD
+        cfg.tick_ns = drain.tickNanoseconds
         try self.init(config: cfg, device: try PointerDevice(fileDescriptor: fd))
     }
 

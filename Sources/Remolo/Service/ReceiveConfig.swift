@@ -37,6 +37,7 @@ public enum ReceiveConfig {
         Key(name: "seconds", takesValue: true, example: "3600"),
         Key(name: "record-arrivals", takesValue: true, example: "/var/lib/remolo/arrivals.trace"),
         Key(name: "no-announce", takesValue: false, example: "false"),
+        Key(name: "drain-hz", takesValue: true, example: "576"),
     ]
 
     private static var keyList: String { keys.map(\.name).joined(separator: ", ") }
