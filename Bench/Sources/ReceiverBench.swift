@@ -35,13 +35,14 @@ final class BenchLoop {
 
     /// - rtPriority: SCHED_FIFO on the loop thread (0: off).
     /// - recordFd: the write end of a non-blocking pipe for arrival records (-1: off).
-    init(rtPriority: Int32 = 0, recordFd: Int32 = -1) {
+    /// - drain: the drain timer's rate.
+    init(rtPriority: Int32 = 0, recordFd: Int32 = -1, drain: DrainRate = .default) {
         do {
             sock = try Socket.bindUDP(host: "127.0.0.1", port: 0)
             port = try Socket.boundPort(sock)
         } catch { fatalError("rx bench: \(error)") }
         sink = open("/dev/null", O_WRONLY | O_CLOEXEC)
-        do { raw = try RawLoop(socket: sock, output: sink, realtimePriority: rtPriority, recordFD: recordFd) }
+        do { raw = try RawLoop(socket: sock, output: sink, realtimePriority: rtPriority, recordFD: recordFd, drain: drain) }
         catch { fatalError("rx bench: \(error)") }
         precondition(raw.start(wait: 2), "io_uring unavailable")
         let id = try! SessionID(bytes: rxID), key = try! DatagramKey(bytes: rxKey)
