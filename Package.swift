@@ -29,6 +29,10 @@ let package = Package(
         // The receiver's keyboard layout: text becomes keys (docs/keymap.md).
         .systemLibrary(name: "CXkbcommon", path: "CSources/CXkbcommon", pkgConfig: "xkbcommon",
                        providers: [.apt(["libxkbcommon-dev"])]),
+        // The displays' refresh rates (remolo receive --drain-hz auto), read
+        // through the kernel's DRM mode-setting interface.
+        .systemLibrary(name: "CDRM", path: "CSources/CDRM", pkgConfig: "libdrm",
+                       providers: [.apt(["libdrm-dev"])]),
         // DNS-SD through the Avahi daemon (discovery); the daemon itself is optional.
         // No pkgConfig: avahi-client.pc adds -D_REENTRANT, which SwiftPM
         // refuses with a warning (and glibc no longer needs); the module map
@@ -68,7 +72,7 @@ let package = Package(
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
         .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
         .target(name: "RemoloTrace", path: "Sources/RemoloTrace"),
-        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium", "CEvdev", "CXkbcommon"],
+        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium", "CEvdev", "CXkbcommon", "CDRM"],
                 path: "Sources/Remolo"),
         .target(name: "RemoloLab", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloCore"],
                 path: "Sources/RemoloLab", exclude: ["RESULTS.md", "figures"]),

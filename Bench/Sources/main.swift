@@ -24,7 +24,7 @@ while let a = args.popFirst() {
     }
 }
 
-let cases = coreBenches() + wireBenches() + sessionBenches() + receiverBenches() + timingBenches() + inputBenches() + senderBenches()
+let cases = coreBenches() + wireBenches() + sessionBenches() + receiverBenches() + timingBenches() + inputBenches() + senderBenches() + drainBenches()
 var selected = cases
 if let f = filter { selected = cases.filter { $0.matches(f) } }
 if selected.isEmpty {

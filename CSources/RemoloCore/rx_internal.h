@@ -72,7 +72,7 @@ struct rx_ring {
 	uint64_t wake_val;              /* the eventfd read lands here */
 	uint64_t timer_first_ns;        /* CLOCK_MONOTONIC of the first expiry
 					 * since the timer last started: they
-					 * follow every REMOLO_TICK_NS after */
+					 * follow every period after */
 	_Alignas(8) uint8_t msg[RX_MSGHDR_BYTES]; /* struct msghdr: the
 					 * multishot template, name only */
 	struct rx_ring_stats stats;     /* loop thread only */
@@ -111,8 +111,9 @@ int rx_ring_wait(struct rx_ring *r);
 bool rx_ring_next(struct rx_ring *r, struct rx_ev *ev);
 /* Gives a datagram buffer back to the kernel. */
 void rx_ring_recycle(struct rx_ring *r, uint16_t bid);
-/* Starts (true) or stops the 480 Hz timer. 0 or -errno. */
-int rx_ring_timer(struct rx_ring *r, bool on);
+/* Starts the drain timer with a period of period_ns (on), or stops it.
+ * 0 or -errno. */
+int rx_ring_timer(struct rx_ring *r, bool on, uint32_t period_ns);
 /* Tears the ring down (loop thread). */
 void rx_ring_down(struct rx_ring *r);
 /* Closes the fds and unmaps. Safe twice. */
@@ -169,6 +170,7 @@ struct rx_loop {
 	uint8_t active[REMOLO_SESSIONS_MAX];
 	uint32_t session_no[REMOLO_SESSIONS_MAX]; /* serial of the session in a slot */
 	uint64_t tick_expirations;      /* since the timer last started */
+	uint32_t tick_ns;               /* drain period (rx_config.tick_ns) */
 	struct playout_config pcfg;
 	struct ptrdev *dev;
 	struct kbddev *kbd;             /* NULL: no keyboard */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The receiver's loop (see remolo_rx.h, rx_internal.h): datagrams into
- * per-session playouts, a 480 Hz drain into one output frame per tick,
+ * per-session playouts, a timerfd drain (480 Hz by default, rx_config.tick_ns)
+ * into one output frame per tick,
  * commands from the control plane in between. Single-threaded and allocation-free once
  * rx_loop_run has set up its ring.
  *
@@ -101,6 +102,9 @@ int rx_loop_init(struct rx_loop *l, const struct rx_config *cfg)
 	if (!cfg || cfg->sock < 0 || !cfg->dev || cfg->dev->fd < 0 || (cfg->kbd && cfg->kbd->fd < 0) ||
 	    cfg->rt_priority < 0 || cfg->record_fd < -1 || playout_config_check(&cfg->playout) < 0)
 		return -EINVAL;
+	if (cfg->tick_ns && (cfg->tick_ns < REMOLO_TICK_NS_MIN || cfg->tick_ns > REMOLO_TICK_NS_MAX))
+		return -EINVAL;
+	l->tick_ns = cfg->tick_ns ? cfg->tick_ns : REMOLO_TICK_NS;
 	if (cfg->record_fd > 0) {
 		ret = check_record_fd(cfg->record_fd);
 		if (ret < 0)
@@ -250,7 +254,7 @@ static void timer_set(struct rx_loop *l, bool on)
 {
 	if ((l->st.timer_armed != 0) == on)
 		return;
-	if (unlikely(rx_ring_timer(&l->ring, on) < 0))
+	if (unlikely(rx_ring_timer(&l->ring, on, l->tick_ns) < 0))
 		return;
 	l->st.timer_armed = on;
 	l->tick_expirations = 0;
@@ -277,10 +281,10 @@ static void tick_lateness(struct rx_loop *l, uint64_t expirations)
 	if (unlikely((int64_t)(now - first) < 0))
 		return;         /* not a read of this run: its first expiry is ahead */
 	l->tick_expirations += expirations;
-	late = (int64_t)(now - first) - (int64_t)((l->tick_expirations - 1) * REMOLO_TICK_NS);
+	late = (int64_t)(now - first) - (int64_t)((l->tick_expirations - 1) * l->tick_ns);
 	if (unlikely(late < 0)) {
-		l->tick_expirations = (now - first) / REMOLO_TICK_NS + 1;
-		late = (int64_t)((now - first) % REMOLO_TICK_NS);
+		l->tick_expirations = (now - first) / l->tick_ns + 1;
+		late = (int64_t)((now - first) % l->tick_ns);
 	}
 	count(l->st.tick_late_hist, (uint64_t)late / 1000u);
 }

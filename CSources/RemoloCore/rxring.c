@@ -5,7 +5,7 @@
  *
  *   TAG_RECV   multishot recvmsg on the UDP socket (Linux 6.0), buffers
  *              picked by the kernel from a registered buffer ring (5.19)
- *   TAG_TIMER  read of the 480 Hz timerfd; liburing 2.3 has no multishot
+ *   TAG_TIMER  read of the drain timerfd; liburing 2.3 has no multishot
  *              read, so it is re-armed after each completion
  *   TAG_WAKE   read of the eventfd that other threads write after queueing
  *              a command
@@ -372,7 +372,7 @@ void rx_ring_recycle(struct rx_ring *r, uint16_t bid)
 	io_uring_buf_ring_advance(br, 1);
 }
 
-int rx_ring_timer(struct rx_ring *r, bool on)
+int rx_ring_timer(struct rx_ring *r, bool on, uint32_t period_ns)
 {
 	struct itimerspec its;
 
@@ -384,10 +384,10 @@ int rx_ring_timer(struct rx_ring *r, bool on)
 		 * the loop knows every expiry's due time (tick lateness); the
 		 * kernel then keeps the period without drift (hrtimer
 		 * forwarding steps the expiry by whole periods). */
-		first = rx_now_ns() + REMOLO_TICK_NS;
+		first = rx_now_ns() + period_ns;
 		its.it_value.tv_sec = (time_t)(first / 1000000000u);
 		its.it_value.tv_nsec = (long)(first % 1000000000u);
-		its.it_interval.tv_nsec = REMOLO_TICK_NS;
+		its.it_interval.tv_nsec = period_ns;
 	}
 	if (timerfd_settime(r->timer_fd, on ? TFD_TIMER_ABSTIME : 0, &its, NULL) < 0)
 		return -errno;

@@ -127,13 +127,25 @@ public struct LabCase: Sendable {
     public let emit: [Double]
     public let ideal: IdealPath
     public let vsync: [Double]
-    public let displayHz: Int
+    /// When the display refreshes (the vsyncs).
+    public let display: LabDisplay
+    /// The drain's rate: the core is ticked every 1/drainHz s.
+    public let drainHz: Double
+    /// The display's (highest) rate, rounded.
+    public var displayHz: Int { Int(display.maxHz.rounded()) }
     /// Arrived datagrams in arrival order (index into records).
     let order: [Int]
 
+    /// A case on a fixed-rate display with the default 480 Hz drain.
     public init(trace: Trace, displayHz: Int) {
+        self.init(trace: trace, display: .fixed(hz: Double(displayHz)))
+    }
+
+    /// `seed` draws a variable-refresh display's frame times.
+    public init(trace: Trace, display: LabDisplay, drainHz: Double = DrainRate.default.hz, seed: UInt64 = 1) {
         self.trace = trace
-        self.displayHz = displayHz
+        self.display = display
+        self.drainHz = drainHz
         clock = trace.effectiveClock
         emit = clock.emissionTimes(trace.records)
         ideal = IdealPath(records: trace.records, emit: emit, frameUs: trace.effectiveFrameUs)
@@ -145,7 +157,6 @@ public struct LabCase: Sendable {
         var v: [Double] = []
         if let f = order.first, let l = order.last {
             let start = Double(trace.records[f].arriveUs!), end = Double(trace.records[l].arriveUs!) + 1e6
-            let period = 1e6 / Double(displayHz)
             // Vsyncs halfway between two drain ticks (the ticks start at the
             // first arrival): a display does not know the drain timer's
             // phase, and a vsync on the very microsecond of a tick would
@@ -153,9 +164,7 @@ public struct LabCase: Sendable {
             // trace whose first arrival is a multiple of the vsync period
             // (R1, R2 start at 123 s) that rounding flipped every third
             // frame, a one-tick (2 ms) error for every policy alike.
-            let phase = start + 0.5e6 / Self.tickHz
-            var k = 0.0
-            while phase + k * period <= end { v.append(phase + k * period); k += 1 }
+            v = display.refreshes(start: start + 0.5e6 / drainHz, end: end, drainHz: drainHz, seed: seed)
         }
         vsync = v
     }
@@ -171,7 +180,7 @@ public struct LabCase: Sendable {
     /// writes them: its prediction of the pointer's output.
     ///
     /// `ticksUs`: when the drain ticks run (ascending, receiver clock; a
-    /// real timer's wake-ups), nil for the ideal 480 Hz grid. A tick
+    /// real timer's wake-ups), nil for the ideal grid at `drainHz`. A tick
     /// integrates up to its own time, as the receiver's does, so a late
     /// tick shows the same motion, later. `stampsUs`: the time each of
     /// those ticks' frames is stamped with (when it reached the device,
@@ -202,9 +211,6 @@ public struct LabCase: Sendable {
         return out
     }
 
-    /// The core's drain rate (design note, part 5).
-    static let tickHz = Double(REMOLO_TICK_HZ)
-
     func runCore(_ config: PlayoutConfig, ticksUs: [UInt64]? = nil,
                  onTick: ((UInt64, PointerFrame) -> Void)? = nil) -> PolicyRun {
         var out = PolicyRun()
@@ -212,11 +218,12 @@ public struct LabCase: Sendable {
         let recs = trace.records
         let t0 = recs[first].arriveUs!
         let end = recs[last].arriveUs! + 1_000_000
-        @inline(__always) func tickTime(_ j: Int) -> UInt64 { t0 + UInt64((Double(j) * 1e6 / Self.tickHz).rounded()) }
+        let tickHz = drainHz
+        @inline(__always) func tickTime(_ j: Int) -> UInt64 { t0 + UInt64((Double(j) * 1e6 / tickHz).rounded()) }
         /// The first tick at or after `at` (strictly after when `strict`).
         func firstTick(_ at: UInt64, strict: Bool) -> UInt64 {
             if at < t0 || (!strict && at == t0) { return strict && at == t0 ? tickTime(1) : t0 }
-            var j = Int((Double(at - t0) * Self.tickHz / 1e6).rounded(.down))
+            var j = Int((Double(at - t0) * tickHz / 1e6).rounded(.down))
             while tickTime(j) < at || (strict && tickTime(j) == at) { j += 1 }
             return tickTime(j)
         }
@@ -352,17 +359,22 @@ public struct LabRow: Sendable, Encodable {
 
 public enum Lab {
     /// Every policy on every scenario, `seeds` runs each (seeds 1...N), in
-    /// scenario then policy order.
-    public static func simulate(scenarios: [Scenario], policies: [Policy], seeds: Int, displayHz: Int,
+    /// scenario then policy order, on a fixed `displayHz` display unless
+    /// `display` says otherwise, drained at `drain`'s rate.
+    public static func simulate(scenarios: [Scenario], policies: [Policy], seeds: Int, displayHz: Int = 120,
+                                display: LabDisplay? = nil, drain: LabDrain = .default,
                                 senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1,
                                 perfectNetwork: Bool = false, transport: LabTransport = .udp) -> [LabRow] {
+        let display = display ?? .fixed(hz: Double(displayHz))
+        let drainHz = drain.hz(for: display)
         var rows: [LabRow] = []
         for sc in scenarios {
             var accs = [ScoreAccumulator](repeating: ScoreAccumulator(), count: policies.count)
             for seed in firstSeed..<(firstSeed + max(1, seeds)) {
                 var trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
                 if transport == .tcp { trace = trace.overTCP() }
-                let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, displayHz: displayHz)
+                let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, display: display,
+                                drainHz: drainHz, seed: UInt64(seed))
                 for (k, p) in policies.enumerated() { c.score(c.run(p), into: &accs[k]) }
             }
             for (k, p) in policies.enumerated() { rows.append(LabRow(scenario: sc.rawValue, policy: p.name, scores: accs[k].scores)) }
@@ -371,10 +383,12 @@ public enum Lab {
     }
 
     /// Every policy on one trace.
-    public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int,
+    public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int = 120,
+                              display: LabDisplay? = nil, drain: LabDrain = .default,
                               perfectNetwork: Bool = false, transport: LabTransport = .udp) -> [LabRow] {
         let t = transport == .tcp ? trace.overTCP() : trace
-        let c = LabCase(trace: perfectNetwork ? t.perfectNetwork : t, displayHz: displayHz)
+        let display = display ?? .fixed(hz: Double(displayHz))
+        let c = LabCase(trace: perfectNetwork ? t.perfectNetwork : t, display: display, drainHz: drain.hz(for: display))
         return policies.map { p in
             var acc = ScoreAccumulator()
             c.score(c.run(p), into: &acc)

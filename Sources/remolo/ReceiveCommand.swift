@@ -19,6 +19,7 @@ let receiveUsage = """
 usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--keyboard allow|deny] [--rt PRIORITY]
                       [--name NAME] [--sink FILE] [--seconds N] [--record-arrivals FILE]
                       [--web [ADDR:]PORT] [--no-announce] [--keymap LAYOUT[:VARIANT]] [--no-keyboard]
+                      [--drain-hz auto|HZ]
 
   --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
               datagrams) (default [::]:\(defaultPort): IPv6 and IPv4; 0.0.0.0
@@ -43,7 +44,7 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
   --rt        run the drain loop SCHED_FIFO at PRIORITY (1-99; needs CAP_SYS_NICE)
   --name      the pointer device's name (default "\(PointerDevice.defaultName)")
   --sink FILE write the pointer's evdev frames (struct input_event, one
-              write per 480 Hz tick) to FILE instead of a uinput device:
+              write per drain tick) to FILE instead of a uinput device:
               a recording sink for machines without /dev/uinput
   --seconds   stop after N seconds (default: until SIGINT/SIGTERM)
   --record-arrivals FILE
@@ -61,6 +62,14 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
               do not announce this receiver on the LAN (by default it does,
               as \(RemoloService.type) through avahi-daemon, so that
               `remolo send` finds it without --to)
+  --drain-hz auto|HZ
+              how often motion is let out to the pointer (default auto): a
+              whole multiple of the display's refresh, so that every frame
+              shows as many steps (576 Hz for 144 Hz, 495 for 165, 720 for
+              360; with several displays the rate that suits all best). auto
+              reads the connected displays' modes from /dev/dri (DRM) and
+              keeps 480 Hz, saying why, when it cannot; HZ sets it, from
+              \(DrainRate.minHz) to \(DrainRate.maxHz) (docs/drain-rate.md)
 
 Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
 (modprobe uinput, plus a udev rule for non-root users) and io_uring. Options
@@ -83,6 +92,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var recordPath: String?
     var sinkPath: String?
     var webArg: String?
+    var drainArg = "auto"
     // The config file's options first: the command line's come later and win.
     var o = Options(receiveConfigWords(args) + args, usage: receiveUsage)
     while let flag = o.next() {
@@ -101,10 +111,12 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         case "--no-announce": announce = false
         case "--keymap": keymapArg = o.value()
         case "--no-keyboard": typing = false
+        case "--drain-hz": drainArg = o.value()
         default: o.unknown()
         }
     }
     if statsJSON && statsEvery == nil { statsEvery = 1 }
+    let drain = drainChoice(drainArg)
     let web = webArg.map { parseHostPort($0, what: "--web", defaultHost: host) }
     let (dir, identity) = loadIdentity()
 
@@ -136,7 +148,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
             FileHandle.standardError.write(Data(("remolo: no sender is paired yet: run `remolo pair` "
                 + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender, or `remolo receive --pair --web 8443` for a phone\n").utf8))
         }
-        rx = try Receiver(host: host, port: port, trust: trust, output: output,
+        rx = try Receiver(host: host, port: port, trust: trust, output: output, drain: drain.rate,
                           realtimePriority: rt, recordArrivals: recorder,
                           keyboard: typing ? ReceiverKeyboard(enabled: true, keymap: keymap) : .off, onEvent: { say($0) })
     } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
@@ -148,6 +160,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     }
     say("receiver \(identity.fingerprint) listening on \(formatHostPort(host, rx.port)) (tcp+udp), "
           + (sinkPath.map { "frames to \($0)" } ?? "pointer \(rx.loop.devnode ?? "?")"))
+    say(drain.line)
     say(rx.receiveBuffer.description)
     if rt > 0 && !rx.stats.realtime {
         say("note: SCHED_FIFO not granted (needs CAP_SYS_NICE); running with the default policy")
@@ -245,6 +258,25 @@ func loadKeymap(_ arg: String?) -> Keymap {
     } catch {
         fail("keyboard layout \(name) (\(source)): \(error)", code: 1)
     }
+}
+
+/// `--drain-hz`: auto (the displays DRM reports, or 480 Hz and why) or a
+/// rate. The line it prints starts `drain N Hz (`.
+func drainChoice(_ arg: String) -> (rate: DrainRate, line: String) {
+    if arg == "auto" {
+        let c = Displays.autoDrain()
+        guard c.displays.isEmpty else { return (c.rate, c.line) }
+        return (c.rate, c.line.dropLast() + "; if this receiver's screen is known, set its multiple: "
+                + "--drain-hz 576 for 144 Hz, or `drain-hz = 576` in the config file)")
+    }
+    guard let hz = Double(arg), let r = DrainRate(hz: hz) else {
+        fail("--drain-hz is auto or a rate from \(DrainRate.minHz) to \(DrainRate.maxHz) Hz "
+             + "(a multiple of the display's refresh: 576 for 144 Hz, 495 for 165), not '\(arg)'")
+    }
+    let w = [60.0, 120, 144, 165, 240, 360].filter { DrainRule.wobble(drainHz: r.hz, displayHz: $0) == 0 }
+    return (r, "drain \(r) (--drain-hz; a whole multiple of "
+            + (w.isEmpty ? "none of 60, 120, 144, 165, 240, 360 Hz" : w.map { DrainRate.format($0) }.joined(separator: ", ") + " Hz")
+            + ")")
 }
 
 /// Announces the receiver on the LAN, or says in one line why not; never

@@ -8,7 +8,7 @@ import RemoloTrace
 
 let simulateUsage = """
 usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
-                       [--display-hz 60|120|144] [--sender-hz 60-240] [--duration SECONDS]
+                       [--display-hz HZ,...] [--drain-hz auto|HZ,...] [--sender-hz 60-240] [--duration SECONDS]
                        [--seed S] [--json|--markdown] [--trace FILE] [--write-trace FILE] [--svg FILE]
                        [--perfect-network] [--frontier] [--transport udp|tcp|both] [--gaps-lost]
 
@@ -17,7 +17,16 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                  a comma list, or all (default all)
   --seeds        runs per scenario, pooled: seeds S..S+N-1 (default 5)
   --seed         the first seed S (default 1); --svg and --write-trace use seed S alone
-  --display-hz   vsync rate the cursor is sampled at (default 120)
+  --display-hz   when the display refreshes, the cursor sampled at each (default 120):
+                 a rate from 24 to 500 Hz (144, or a mode's exact 143.856); MIN-MAX,
+                 variable refresh under a game whose frame rate wanders in the range
+                 (48-144); cursor:MAX, variable refresh that follows the cursor's
+                 frames (cursor:144); a comma list makes a drain table
+  --drain-hz     the drain's rate, 120-2000 Hz, or auto: what `remolo receive
+                 --drain-hz auto` picks for that display, or auto:60+144: what it
+                 picks with those displays connected (default 480); a comma list
+                 makes a drain table: the jitter ratio of each scenario, per
+                 display and drain (docs/drain-rate.md)
   --sender-hz    the sender's frame rate (default 120)
   --duration     seconds of gestures per run (default 30)
   --json         one JSON object per row instead of the table
@@ -44,11 +53,15 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
 """
 
 struct SimulateOptions {
+    var isDrainTable: Bool { displays.count > 1 || drains.count > 1 }
+    var display: LabDisplay { displays[0] }
+    var drain: LabDrain { drains[0] }
     var scenarios: [Scenario] = Scenario.allCases
     var policies: [Policy] = Policy.all
     var seeds = 5
     var seed = 1
-    var displayHz = 120
+    var displays: [LabDisplay] = [.fixed(hz: 120)]
+    var drains: [LabDrain] = [.default]
     var senderHz = 120
     var duration = 30.0
     var json = false
@@ -93,8 +106,13 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         case "--seeds": o.seeds = p.int(in: 1...1000)
         case "--seed": o.seed = p.int(in: 0...Int(Int32.max))
         case "--display-hz":
-            o.displayHz = p.int(in: 60...144)
-            guard [60, 120, 144].contains(o.displayHz) else { fail("--display-hz is 60, 120 or 144, not \(o.displayHz)") }
+            do { o.displays = try p.value().split(separator: ",").map { d throws(LabDisplayError) in try LabDisplay.parse(String(d)) } }
+            catch { fail("--display-hz: \(error.description)") }
+            if o.displays.isEmpty { fail("--display-hz: give a rate, e.g. 144") }
+        case "--drain-hz":
+            do { o.drains = try p.value().split(separator: ",").map { d throws(LabDisplayError) in try LabDrain.parse(String(d)) } }
+            catch { fail(error.description) }
+            if o.drains.isEmpty { fail("--drain-hz: give auto or a rate, e.g. 576") }
         case "--sender-hz": o.senderHz = p.int(in: 60...240)
         case "--duration": o.duration = p.double(in: 1...3600)
         case "--json": o.json = true
@@ -112,6 +130,11 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         }
     }
     if o.gapsLost && o.trace == nil { fail("--gaps-lost reads a recorded trace: add --trace FILE") }
+    if o.isDrainTable && (o.frontier || o.svg != nil || o.writeTrace != nil || o.dump != nil || o.perfect) {
+        fail("a drain table (several --display-hz or --drain-hz) is scored alone: drop --frontier, --svg, "
+             + "--write-trace, --dump-frames and --perfect-network, or give one display and one drain")
+    }
+    if o.isDrainTable && !o.policyGiven { o.policies = [.default] }
     if o.frontier && !o.policyGiven { o.policies = [.arrival, .seed, .default] }
     if o.writeTrace != nil || (o.svg != nil && o.trace == nil && !o.frontier) {
         guard o.scenarios.count == 1 else {
@@ -219,6 +242,7 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
 
 @Sendable func simulateCommand(_ args: [String]) {
     let o = parseSimulate(args)
+    if o.isDrainTable { return drainTable(o) }
     var rows: [LabRow] = []
     if let path = o.trace {
         var trace: Trace
@@ -229,17 +253,17 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         var name = (path as NSString).lastPathComponent
         if o.gapsLost { trace = trace.gapsLost; name += " gaps-lost" }
         rows = byTransport(o.transports) { t in
-            Lab.replay(trace: trace, name: name, policies: runPolicies(o), displayHz: o.displayHz, transport: t)
+            Lab.replay(trace: trace, name: name, policies: runPolicies(o), display: o.display, drain: o.drain, transport: t)
         }
         if o.perfect {
             rows = interleave(rows, Lab.replay(trace: trace, name: name + " perfect", policies: runPolicies(o),
-                                               displayHz: o.displayHz, perfectNetwork: true))
+                                               display: o.display, drain: o.drain, perfectNetwork: true))
         }
         if let d = o.dump {
-            try? LabCase(trace: trace, displayHz: o.displayHz).dump(o.policies[0]).write(toFile: d, atomically: true, encoding: .utf8)
+            try? LabCase(trace: trace, display: o.display, drainHz: o.drain.hz(for: o.display)).dump(o.policies[0]).write(toFile: d, atomically: true, encoding: .utf8)
         }
         if let svg = o.svg, !o.frontier {
-            do { try LabSVG.render(trace: trace, title: name, policies: o.policies, displayHz: o.displayHz).write(toFile: svg, atomically: true, encoding: .utf8) }
+            do { try LabSVG.render(trace: trace, title: name, policies: o.policies, displayHz: Int(o.display.maxHz.rounded())).write(toFile: svg, atomically: true, encoding: .utf8) }
             catch { fail("cannot write \(svg): \(error)") }
         }
     } else {
@@ -250,21 +274,21 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         if let svg = o.svg, !o.frontier {
             let t = LabRun.generate(scenario: o.scenarios[0], seed: UInt64(o.seed), senderHz: o.senderHz, durationS: o.duration)
             let title = "\(o.scenarios[0].rawValue) \(o.scenarios[0].title), seed \(o.seed)"
-            do { try LabSVG.render(trace: t, title: title, policies: o.policies, displayHz: o.displayHz).write(toFile: svg, atomically: true, encoding: .utf8) }
+            do { try LabSVG.render(trace: t, title: title, policies: o.policies, displayHz: Int(o.display.maxHz.rounded())).write(toFile: svg, atomically: true, encoding: .utf8) }
             catch { fail("cannot write \(svg): \(error)") }
         }
         if let d = o.dump {
             let t = LabRun.generate(scenario: o.scenarios[0], seed: UInt64(o.seed), senderHz: o.senderHz, durationS: o.duration)
-            try? LabCase(trace: t, displayHz: o.displayHz).dump(o.policies[0]).write(toFile: d, atomically: true, encoding: .utf8)
+            try? LabCase(trace: t, display: o.display, drainHz: o.drain.hz(for: o.display), seed: UInt64(o.seed)).dump(o.policies[0]).write(toFile: d, atomically: true, encoding: .utf8)
         }
         // Writing a run's file alone: score just that seed's run.
         let seeds = o.writeTrace != nil || (o.svg != nil && !o.frontier) ? 1 : o.seeds
         rows = byTransport(o.transports) { t in
-            Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, displayHz: o.displayHz,
+            Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, display: o.display, drain: o.drain,
                          senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, transport: t)
         }
         if o.perfect {
-            let p = Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, displayHz: o.displayHz,
+            let p = Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, display: o.display, drain: o.drain,
                                  senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, perfectNetwork: true)
             rows = interleave(rows, p.map { LabRow(scenario: $0.scenario + " perfect", policy: $0.policy, scores: $0.scores) })
         }
@@ -297,5 +321,70 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         print(markdownText(rows), terminator: "")
     } else {
         print(tableText(rows), terminator: "")
+    }
+}
+
+/// Several displays or drain rates: the jitter ratio (M3) of each scenario
+/// for every display and drain, one table per policy; rows of JSON with
+/// --json (scenario named "S1 144 Hz drain 576"). With --trace, the trace
+/// is the one scenario.
+func drainTable(_ o: SimulateOptions) {
+    var trace: Trace?
+    var names = o.scenarios.map(\.rawValue)
+    if let path = o.trace {
+        do { trace = try Trace.read(from: path) } catch { fail("\(path): \(error)") }
+        if o.gapsLost { trace = trace!.gapsLost }
+        names = [(path as NSString).lastPathComponent]
+    }
+    var cells: [[[LabRow]]] = []   // [display][drain] -> rows (scenario x policy)
+    for d in o.displays {
+        cells.append(o.drains.map { drain in
+            byTransport(o.transports) { t in
+                if let trace {
+                    return Lab.replay(trace: trace, name: names[0], policies: o.policies, display: d, drain: drain, transport: t)
+                }
+                return Lab.simulate(scenarios: o.scenarios, policies: o.policies, seeds: o.seeds, display: d, drain: drain,
+                                    senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, transport: t)
+            }
+        })
+    }
+    if o.json {
+        for (i, d) in o.displays.enumerated() {
+            for (j, drain) in o.drains.enumerated() {
+                let hz = DrainRate.format(drain.hz(for: d))
+                for r in cells[i][j] {
+                    print(jsonRow(LabRow(scenario: "\(r.scenario) \(d) drain \(hz)", policy: r.policy, scores: r.scores)))
+                }
+            }
+        }
+        return
+    }
+    let scen = cells[0][0].map(\.scenario).reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+    for p in o.policies {
+        let head = ["display"] + o.drains.map { "drain \($0)\($0.isAuto ? "" : " Hz"): " + scen.joined(separator: " / ") }
+        var table = [head]
+        for (i, d) in o.displays.enumerated() {
+            var row = [d.description]
+            for (j, drain) in o.drains.enumerated() {
+                let v = scen.map { sc in
+                    cells[i][j].first { $0.scenario == sc && $0.policy == p.name }.map { fmt($0.scores.jitterRatio, 3) } ?? "-"
+                }.joined(separator: " / ")
+                row.append(drain.isAuto ? "\(v) (\(DrainRate.format(drain.hz(for: d))))" : v)
+            }
+            table.append(row)
+        }
+        print("policy \(p.name), jitter ratio (M3), seeds \(o.seed)-\(o.seed + o.seeds - 1), \(Int(o.duration)) s each:")
+        if o.markdown {
+            print("| " + head.joined(separator: " | ") + " |")
+            print("|---|" + String(repeating: "--:|", count: head.count - 1))
+            for r in table.dropFirst() { print("| " + r.joined(separator: " | ") + " |") }
+        } else {
+            var w = [Int](repeating: 0, count: head.count)
+            for r in table { for (k, c) in r.enumerated() { w[k] = max(w[k], c.count) } }
+            for r in table {
+                print(r.enumerated().map { k, c in k == 0 ? c.padding(toLength: w[k], withPad: " ", startingAt: 0)
+                    : String(repeating: " ", count: w[k] - c.count) + c }.joined(separator: "  "))
+            }
+        }
     }
 }

@@ -22,6 +22,19 @@
 #define REMOLO_TICK_HZ           480
 #define REMOLO_TICK_NS           2083333u /* 1e9 / 480, for timerfd */
 #define REMOLO_TICK_US           2083u
+/* The drain period is the loop's own (rx_config.tick_ns, 0 = the 480 Hz
+ * default): `remolo receive --drain-hz` picks a multiple of the display's
+ * refresh (docs/drain-rate.md). 120 Hz is the sender's frame rate, below
+ * which one tick would carry several frames; 2000 Hz is a period of 500 us,
+ * twice the loop's p99 tick lateness measured on a loaded 2-core host, past
+ * which ticks merge more often than they run. Auto picks at most 1000 Hz:
+ * a common multiple of several displays beyond that costs more CPU than
+ * its smoothness buys (docs/drain-rate.md, "Several displays"). */
+#define REMOLO_DRAIN_HZ_MIN      120u
+#define REMOLO_DRAIN_HZ_MAX      2000u
+#define REMOLO_DRAIN_HZ_AUTO_MAX 1000u
+#define REMOLO_TICK_NS_MIN       500000u  /* 1e9 / REMOLO_DRAIN_HZ_MAX */
+#define REMOLO_TICK_NS_MAX       8333334u /* 1e9 / REMOLO_DRAIN_HZ_MIN, rounded up */
 
 /* ---- clock offset (design note, part 4) ---------------------------------------- */
 /* Between new minima the offset creeps up by 2 ms per second (2000 ppm). */
@@ -167,4 +180,9 @@ _Static_assert((REMOLO_KEYQ_CAP & (REMOLO_KEYQ_CAP - 1)) == 0, "key ring: power 
 _Static_assert(REMOLO_KEYQ_CAP >= REMOLO_KEYQ_TEXT_EVENTS, "the largest text fits the key queue");
 _Static_assert(REMOLO_RX_CMDQ_CAP * REMOLO_RX_KEYS_PER_CMD >= REMOLO_KEYQ_CAP,
                "the command ring holds a whole key queue");
+_Static_assert(REMOLO_TICK_NS_MIN * REMOLO_DRAIN_HZ_MAX == 1000000000u &&
+               REMOLO_TICK_NS_MAX >= 1000000000u / REMOLO_DRAIN_HZ_MIN &&
+               REMOLO_TICK_NS_MIN <= REMOLO_TICK_NS && REMOLO_TICK_NS <= REMOLO_TICK_NS_MAX &&
+               REMOLO_TICK_HZ <= REMOLO_DRAIN_HZ_AUTO_MAX && REMOLO_DRAIN_HZ_AUTO_MAX <= REMOLO_DRAIN_HZ_MAX,
+               "drain period bounds hold the default and auto's cap");
 #endif

@@ -2,7 +2,8 @@
 /*
  * The receiver's hot loop: UDP datagrams in through io_uring, opened
  * (remolo_wire.h), played out per session (remolo_playout.h) and drained by
- * a 480 Hz timerfd into one output frame per tick (remolo_ptrdev.h).
+ * a timerfd (480 Hz unless rx_config.tick_ns says otherwise) into one
+ * output frame per tick (remolo_ptrdev.h).
  *
  *   socket --multishot recvmsg, provided buffers--> wire_open --> playout_push
  *   timerfd --read, re-armed--> playout_tick per session --> merge --> 1 write()
@@ -52,6 +53,9 @@ struct rx_config {
 					 * config records nothing (a pipe's write end
 					 * is never fd 0: pipe() hands out the read
 					 * end first, at the lowest free number). */
+	uint32_t tick_ns;               /* drain period, REMOLO_TICK_NS_MIN ..
+					 * REMOLO_TICK_NS_MAX; 0 = REMOLO_TICK_NS
+					 * (480 Hz), so a zeroed config keeps it */
 };
 
 /* ---- arrival records (remolo receive --record-arrivals) ----------------- */

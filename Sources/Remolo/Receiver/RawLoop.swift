@@ -51,12 +51,13 @@ package final class RawLoop: @unchecked Sendable {
     /// to `fd` (a test's sink, /dev/null), the keyboard's too unless
     /// `keyboard` is false.
     package convenience init(socket: Int32, output fd: Int32, realtimePriority: Int32 = 0,
-                             recordFD: Int32 = -1, keyboard: Bool = true) throws {
+                             recordFD: Int32 = -1, keyboard: Bool = true, drain: DrainRate = .default) throws {
         var cfg = rx_config()
         playout_config_default(&cfg.playout)
         cfg.sock = socket
         cfg.rt_priority = realtimePriority
         cfg.record_fd = recordFD
+        cfg.tick_ns = drain.tickNanoseconds
         try self.init(config: cfg, device: try PointerDevice(fileDescriptor: fd),
                       keyboard: keyboard ? try KeyboardDevice(fileDescriptor: fd) : nil)
     }

@@ -10,7 +10,7 @@ import RemoloSystem
 import Synchronization
 
 /// The receive loop alone: datagrams from a bound UDP socket, played out at
-/// 480 Hz into the output. Sessions come and go through `addSession` /
+/// the drain's rate (480 Hz by default) into the output. Sessions come and go through `addSession` /
 /// `removeSession` (the control plane's job; see `Receiver`).
 public final class ReceiveLoop: @unchecked Sendable {
     // @unchecked Sendable: all mutable state lives in the C loop, reached
@@ -20,6 +20,8 @@ public final class ReceiveLoop: @unchecked Sendable {
     private let recorder: ArrivalRecorder?
     /// The UDP socket's local port.
     public let port: UInt16
+    /// The drain timer's rate.
+    public let drain: DrainRate
     private let stopped = Mutex(false)
     /// Each live session's slot in the loop (where its receipt counts are).
     private let slots = Mutex<[SessionID: Int]>([:])
@@ -42,7 +44,9 @@ public final class ReceiveLoop: @unchecked Sendable {
     ///     CAP_SYS_NICE; ignored without it); 0 keeps the default policy.
     ///   - recordArrivals: records every accepted datagram's arrival into
     ///     this recorder's trace; `stop()` finishes the trace.
+    ///   - drain: the drain timer's rate.
     public init(socket: Int32, output: ReceiverOutput, playout: PlayoutConfig = .default,
+                drain: DrainRate = .default,
                 realtimePriority: Int32 = 0, recordArrivals: ArrivalRecorder? = nil) throws {
         try Self.probe()
         // The loop's own check would only say EINVAL: name the broken rule.
@@ -54,6 +58,8 @@ public final class ReceiveLoop: @unchecked Sendable {
         cfg.sock = socket
         cfg.rt_priority = realtimePriority
         cfg.record_fd = recordArrivals?.writeFD ?? -1
+        cfg.tick_ns = drain.tickNanoseconds
+        self.drain = drain
         let dev: PointerDevice
         var kbd: KeyboardDevice?
         var kbdError: KeyboardDeviceError?

@@ -46,9 +46,11 @@ public final class Receiver: @unchecked Sendable {
     ///   - host, port: where to listen (TCP and UDP); port 0 picks one.
     ///   - recordArrivals: records datagram arrivals as a lab trace; `stop()`
     ///     finishes it.
+    ///   - drain: how often the loop lets motion out (480 Hz by default;
+    ///     `Displays.autoDrain()` matches the display).
     ///   - onEvent: one line per session event (for logs).
     public init(host: String = "0.0.0.0", port: UInt16, trust: ReceiverTrust, output: ReceiverOutput,
-                playout: PlayoutConfig = .default, realtimePriority: Int32 = 0,
+                playout: PlayoutConfig = .default, drain: DrainRate = .default, realtimePriority: Int32 = 0,
                 limits: SessionLimits = SessionLimits(), recordArrivals: ArrivalRecorder? = nil,
                 keyboard: ReceiverKeyboard = ReceiverKeyboard(),
                 onEvent: @escaping @Sendable (String) -> Void = { _ in }) throws {
@@ -62,7 +64,8 @@ public final class Receiver: @unchecked Sendable {
             throw error
         }
         do {
-            loop = try ReceiveLoop(socket: udp, output: output, playout: playout, realtimePriority: realtimePriority,
+            loop = try ReceiveLoop(socket: udp, output: output, playout: playout, drain: drain,
+                                   realtimePriority: realtimePriority,
                                    recordArrivals: recordArrivals)
         } catch {
             listener.close()

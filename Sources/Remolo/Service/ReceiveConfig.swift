@@ -40,6 +40,7 @@ public enum ReceiveConfig {
         Key(name: "keymap", takesValue: true, example: "de:nodeadkeys"),
         Key(name: "no-keyboard", takesValue: false, example: "false"),
         Key(name: "no-announce", takesValue: false, example: "false"),
+        Key(name: "drain-hz", takesValue: true, example: "576"),
     ]
 
     private static var keyList: String { keys.map(\.name).joined(separator: ", ") }
