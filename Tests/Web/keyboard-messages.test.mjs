@@ -22,6 +22,7 @@ const known = [
   /* 7 */ [{ type: "text", senderTimeNs: 0n, sequence: 7, text: "\n" }, "0b" + "0000000000000000" + "00000007" + "0a"],
   /* 8 */ [{ type: "refused", sequence: 1, reason: 8, reasonName: "untypable", count: 2 }, "0c" + "00000001" + "08" + "0002"],
   /* 9 */ [{ type: "refused", sequence: 0xdeadbeef, reason: 9, reasonName: "alreadyHeld", count: 65535 }, "0c" + "deadbeef" + "09" + "ffff"],
+  /* 10 */ [{ type: "hello", features: 0, keyboardStatus: 200 }, "09" + "00000000" + "c8"], // a status of a newer receiver: not allowed
 ];
 
 for (const [i, [message, hex]] of known.entries()) {
@@ -46,7 +47,7 @@ const te = (hexText) => "0b" + "0000000000000001" + "00000002" + hexText;
 const refused = [
   /*  1 */ ["09" + "00000001", /type 0x9 is 6 bytes, got 5/],
   /*  2 */ ["09" + "0000000100" + "00", /type 0x9 is 6 bytes, got 7/],
-  /*  3 */ ["09" + "00000000" + "04", /unknown keyboard status 4/],
+  /*  3 */ ["09" + "00000001" + "04", /grants the keyboard with status 4/],
   /*  4 */ ["09" + "00000001" + "01", /grants the keyboard with status 1/],
   /*  5 */ ["0a" + "001d" + "01" + "0000000000000000" + "000000", /type 0xa is 16 bytes, got 15/],
   /*  6 */ ["0a" + "001d" + "01" + "0000000000000000" + "0000000000", /type 0xa is 16 bytes, got 17/],

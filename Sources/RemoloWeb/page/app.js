@@ -207,7 +207,10 @@ addEventListener("pagehide", () => {
   keys.releaseAll(performance.now());
   link?.close();
   // What this page sent, for whoever looks after a reload (the browser test).
-  try { sessionStorage.setItem("remolo.previousSent", JSON.stringify(framer.sent)); } catch { /* storage off */ }
+  try {
+    sessionStorage.setItem("remolo.previousSent", JSON.stringify(framer.sent));
+    sessionStorage.setItem("remolo.previousTyped", JSON.stringify(typed));
+  } catch { /* storage off */ }
 });
 
 // --- wake lock while in use

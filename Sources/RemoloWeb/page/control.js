@@ -216,10 +216,11 @@ export function decodeControlMessage(p) {
       if (BYE_NAME[p[1]] === undefined) throw badMessage(`unknown bye reason ${p[1]}`);
       return { type, reason: p[1], reasonName: BYE_NAME[p[1]] };
     case "hello": {
-      // Unknown feature bits are ignored (a newer peer may know more); the
-      // keyboard bit comes only with status 0.
+      // Unknown feature bits are ignored, and a keyboard status this page
+      // does not know means "not allowed, for a reason this version does
+      // not know" (a newer receiver may know more). The keyboard bit comes
+      // only with status 0.
       const features = v.getUint32(1, false);
-      if (p[5] > KeyboardStatus.noDevice) throw badMessage(`unknown keyboard status ${p[5]}`);
       if ((features & Feature.keyboard) && p[5] !== KeyboardStatus.allowed) throw badMessage(`hello grants the keyboard with status ${p[5]}`);
       return { type, features, keyboardStatus: p[5] };
     }
