@@ -245,7 +245,7 @@ async function start() {
     pairingCode = null; // one try per code: a wrong one is burned anyway
     const l = await connect({
       url: wsURL, identity, receiverPublicKey, codeBytes: code, hello: !baseOnly,
-      onMessage: (m) => { if (m.type === "refused" && link === l) refused(m); },
+      onMessage: (m) => { if (m.type === "refused") refused(m); },
       onClose: (why) => {
         if (link !== l) return;
         link = null;
