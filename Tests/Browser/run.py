@@ -387,6 +387,7 @@ def typing(binary, tmp, screenshot=None):
         tap('#keys [data-mod="29"]')                # sticky Ctrl, then c: Ctrl+C
         check(b.eval("document.querySelector('[data-mod=\"29\"]').className") == "latched", "a tapped Ctrl shows latched")
         if screenshot:
+            time.sleep(1.1)  # a whole second of heartbeats for the status line's rate
             b.screenshot(screenshot)
         b.insert_text("c")
         page += [key(KEY_LEFTCTRL, True), text("c"), key(KEY_LEFTCTRL, False)]
