@@ -16,7 +16,8 @@ takes typing: the phone's soft keyboard as Chrome on Android drives the
 page (committed text, an IME's composition, Backspace and Enter as
 keyCode 229 with their beforeinput), the special-keys row with a sticky
 Ctrl, and every key released when the page hides, closes its keyboard or
-leaves; the receiver must play exactly the keys the page sent.
+leaves; the receiver must play exactly the keys the page sent. A sender
+that may not type, and a receiver with --no-keyboard: the page says why.
 
 Needs Debian's chromium and python3-websocket; run with /usr/bin/python3.
 Usage: Tests/Browser/run.py [--remolo BIN] [--screenshot FILE] [--screenshot-keyboard FILE]
@@ -451,6 +452,55 @@ def typing(binary, tmp, screenshot=None):
           ("" if played == want else f":\n  played {played}\n  want   {want}"))
 
 
+def typing_refused(binary, tmp):
+    """What the page says when it may not type: a sender paired with
+    --keyboard deny (then allowed with remolo peers, and typing after a
+    reload), and a receiver started with --no-keyboard."""
+    config = os.path.join(tmp, "config-deny")
+    rx = Receiver(binary, config, os.path.join(tmp, "frames-deny"), extra=["--keyboard", "deny"])
+    b = cdp.Browser()
+    try:
+        b.navigate(rx.url)
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "pairing from the URL fragment")
+        fp = rx.wait_for(r"from (\S+) \(newly paired\)").group(1)
+        kb = b.eval("remolo.keyboard")
+        check(kb["spoken"] and not kb["granted"] and kb["status"] == 2, f"paired with --keyboard deny: status 2 ({kb})")
+        check(b.eval("document.getElementById('kbd').classList.contains('unavailable')"), "the keyboard button is grey")
+        b.click("#kbd")
+        note = b.wait_for("remolo.note", 5, "the reason shown")
+        check(note == f"this phone may not type: on the receiver run remolo peers allow-keyboard {fp}",
+              f"tapping it says what to run, with this page's fingerprint: {note!r}")
+        check(not b.eval("remolo.keyboard.open"), "and opens nothing")
+        allow = subprocess.run([binary, "peers", "allow-keyboard", fp], env={**os.environ, "REMOLO_CONFIG_DIR": config},
+                               capture_output=True, text=True)
+        check(allow.returncode == 0, f"remolo peers allow-keyboard {fp}: {allow.stdout.strip()} {allow.stderr.strip()}")
+        b.reload()
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "the session after the reload")
+        kb = b.eval("remolo.keyboard")
+        check(kb["granted"] and kb["status"] == 0, f"allowed, the next session may type ({kb})")
+        b.click("#kbd")
+        b.wait_for("remolo.keyboard.open && remolo.keyboard.focused", 5, "the keyboard open")
+        b.insert_text("ok")
+        b.wait_for("remolo.typed.length === 1", 5, "the text sent")
+        b.navigate(rx.url.split("#")[0] + "no-such-page")
+        stats = rx.stop()
+        check(stats.get("keys", {}).get("text_messages") == 1, f"the receiver took the text ({stats.get('keys')})")
+
+        # The same receiver (config, ports) restarted with --no-keyboard.
+        rx = Receiver(binary, config, os.path.join(tmp, "frames-off"), listen=f"127.0.0.1:{rx.port}",
+                      web=f"127.0.0.1:{rx.web_port}", pair=False, extra=["--no-keyboard"])
+        b.navigate(rx.url)
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "a session with the restarted receiver")
+        check(b.eval("remolo.keyboard.status") == 1, "--no-keyboard: status 1")
+        b.click("#kbd")
+        note = b.wait_for("remolo.note", 5, "the reason shown")
+        check(note == "typing is off on this receiver (remolo receive --no-keyboard)", f"tapping the keyboard button says so: {note!r}")
+    finally:
+        b.close()
+        if rx.proc.poll() is None:
+            rx.stop()
+
+
 # ---------------------------------------------------------------- main
 
 IDLE_CONNECTIONS = 100
@@ -599,6 +649,7 @@ def main():
     check(stats2["sessions_added"] == 0, "no session came of it")
 
     typing(args.remolo, tmp, args.screenshot_keyboard)
+    typing_refused(args.remolo, tmp)
 
     print(f"browser: {'all checks passed' if not failures else f'{len(failures)} failed'}")
     subprocess.run(["rm", "-rf", tmp])
