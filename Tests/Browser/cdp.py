@@ -99,6 +99,32 @@ class Browser:
             self.next_id += 1
             self.ws.send(json.dumps({"id": self.next_id, "method": "Input.dispatchTouchEvent", "params": params}))
 
+    def center(self, selector):
+        """The middle of an element, in CSS pixels (where a finger lands)."""
+        r = json.loads(self.eval(f"JSON.stringify(document.querySelector({json.dumps(selector)}).getBoundingClientRect())"))
+        return r["x"] + r["width"] / 2, r["y"] + r["height"] / 2
+
+    def click(self, selector):
+        """A click with a user activation (what lets a page focus a field and open the phone's keyboard)."""
+        r = self.call("Runtime.evaluate", expression=f"document.querySelector({json.dumps(selector)}).click()", userGesture=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError(f"click {selector}: {r['exceptionDetails']}")
+
+    # The phone's soft keyboard, as Chrome on Android delivers it to a page.
+    def insert_text(self, text):
+        """A keyboard committing text (a letter typed, a word committed): beforeinput/input insertText."""
+        self.call("Input.insertText", text=text)
+
+    def compose(self, text):
+        """An IME's composition (Gboard's underlined word) becoming `text`: insertCompositionText."""
+        self.call("Input.imeSetComposition", text=text, selectionStart=len(text), selectionEnd=len(text))
+
+    def soft_key(self, command):
+        """A key of a soft keyboard: keydown/keyup with keyCode 229 (Android reports no key), the edit
+        itself done by Chrome's editing command (deleteBackward, insertNewline) with its beforeinput."""
+        self.call("Input.dispatchKeyEvent", type="rawKeyDown", windowsVirtualKeyCode=229, key="Unidentified", commands=[command])
+        self.call("Input.dispatchKeyEvent", type="keyUp", windowsVirtualKeyCode=229, key="Unidentified")
+
     def screenshot(self, path):
         import base64
         data = self.call("Page.captureScreenshot", format="png")["data"]

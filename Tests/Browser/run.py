@@ -11,10 +11,16 @@ it sent, exactly. A reload reconnects without pairing. Meanwhile, hostile
 input at the web port (plain TCP, non-WebSocket requests, an oversized
 frame, messages that are no datagram or control frame, many idle TLS
 connections) is refused or closed and changes nothing of the session's
-totals. A second receiver refuses a wrong code and burns it.
+totals. A second receiver refuses a wrong code and burns it. A third one
+takes typing: the phone's soft keyboard as Chrome on Android drives the
+page (committed text, an IME's composition, Backspace and Enter as
+keyCode 229 with their beforeinput), the special-keys row with a sticky
+Ctrl, and every key released when the page hides, closes its keyboard or
+leaves; the receiver must play exactly the keys the page sent. A sender
+that may not type, and a receiver with --no-keyboard: the page says why.
 
 Needs Debian's chromium and python3-websocket; run with /usr/bin/python3.
-Usage: Tests/Browser/run.py [--remolo BIN] [--screenshot FILE]
+Usage: Tests/Browser/run.py [--remolo BIN] [--screenshot FILE] [--screenshot-keyboard FILE]
 """
 import argparse
 import json
@@ -47,11 +53,11 @@ def check(ok, what):
 
 
 class Receiver:
-    def __init__(self, binary, config, sink, listen="127.0.0.1:0", web="127.0.0.1:0", pair=True):
+    def __init__(self, binary, config, sink, listen="127.0.0.1:0", web="127.0.0.1:0", pair=True, extra=()):
         os.makedirs(config, mode=0o700, exist_ok=True)
         self.proc = subprocess.Popen(
             [binary, "receive", "--listen", listen, "--web", web, "--sink", sink,
-             "--stats-json", "--stats", "0.5"] + (["--pair"] if pair else []),
+             "--stats-json", "--stats", "0.5"] + (["--pair"] if pair else []) + list(extra),
             env={**os.environ, "REMOLO_CONFIG_DIR": config}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []
         self.cond = threading.Condition()
@@ -307,6 +313,205 @@ def hostile(port):
     return relayed
 
 
+# ---------------------------------------------------------------- typing
+
+# evdev codes (<linux/input-event-codes.h>)
+KEY_ESC, KEY_BACKSPACE, KEY_ENTER, KEY_LEFTCTRL, KEY_LEFTALT = 1, 14, 28, 29, 56
+KEY_UP, KEY_LEFT, KEY_DOWN, KEY_VOLUMEUP = 103, 105, 108, 115
+# What the "us" layout types each letter with.
+US_KEYS = {"h": 35, "e": 18, "l": 38, "o": 24, "w": 17, "r": 19, "d": 32, "c": 46}
+
+
+def wait_quietly(b, expression, timeout):
+    """The expression's value once truthy, or None after the timeout (for a check, not an abort)."""
+    try:
+        return b.wait_for(expression, timeout)
+    except AssertionError:
+        return None
+
+
+def key(code, down):
+    return {"type": "key", "code": code, "down": down}
+
+
+def text(s):
+    return {"type": "text", "text": s}
+
+
+def strokes(messages):
+    """The key events a receiver with the us layout plays for the page's messages."""
+    out = []
+    for m in messages:
+        if m["type"] == "key":
+            out.append((m["code"], 1 if m["down"] else 0))
+        else:
+            for ch in m["text"]:
+                if ch in US_KEYS:
+                    out += [(US_KEYS[ch], 1), (US_KEYS[ch], 0)]
+    return out
+
+
+def typing(binary, tmp, screenshot=None):
+    """The phone's soft keyboard and the special-keys row, against a real
+    receiver: what the page sends for each way a phone keyboard edits
+    text, and what the receiver plays (its sink) and counts (--stats-json)."""
+    sink = os.path.join(tmp, "frames-typing")
+    rx = Receiver(binary, os.path.join(tmp, "config-typing"), sink, extra=["--keymap", "us"])
+    b = cdp.Browser()
+    page = []       # what the page must have sent, in order
+    try:
+        b.navigate(rx.url)
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "pairing from the URL fragment")
+        kb = b.eval("remolo.keyboard")
+        check(kb["spoken"] and kb["granted"] and kb["status"] == 0, f"the receiver's hello grants the keyboard ({kb})")
+        b.click("#kbd")
+        b.wait_for("remolo.keyboard.open && remolo.keyboard.focused", 5, "the keyboard open on the hidden field")
+        check(b.eval("getComputedStyle(document.getElementById('typing')).fontSize") == "16px",
+              "the hidden field's text is 16px (iOS does not zoom)")
+
+        def tap(selector, hold=0.0):
+            x, y = b.center(selector)
+            b.touch("touchStart", [(1, x, y)])
+            if hold:
+                time.sleep(hold)
+            b.touch("touchEnd", [])
+
+        def double_tap(selector):
+            x, y = b.center(selector)
+            for _ in range(2):
+                b.touch("touchStart", [(1, x, y)], wait=False)
+                b.touch("touchEnd", [], wait=False)
+            b.eval("1")
+
+        b.insert_text("hello")                      # typed letters
+        page += [text("hello")]
+        for s in ("w", "wo", "wor"):                # an IME's composition, live
+            b.compose(s)
+        b.insert_text("word")                       # ... committed
+        page += [text("w"), text("o"), text("r"), text("d")]
+        b.soft_key("deleteBackward")                # Backspace: keyCode 229, deleteContentBackward
+        page += [key(KEY_BACKSPACE, True), key(KEY_BACKSPACE, False)]
+        b.soft_key("insertNewline")                 # Enter: keyCode 229, insertLineBreak
+        page += [key(KEY_ENTER, True), key(KEY_ENTER, False)]
+        b.soft_key("deleteBackward")                # at the field's start: Backspace still works
+        page += [key(KEY_BACKSPACE, True), key(KEY_BACKSPACE, False)]
+        check(b.eval("document.activeElement.id") == "typing", "the phone's keyboard stays open over the field's edits")
+        tap('#keys [data-mod="29"]')                # sticky Ctrl, then c: Ctrl+C
+        check(b.eval("document.querySelector('[data-mod=\"29\"]').className") == "latched", "a tapped Ctrl shows latched")
+        if screenshot:
+            time.sleep(1.1)  # a whole second of heartbeats for the status line's rate
+            b.screenshot(screenshot)
+        b.insert_text("c")
+        page += [key(KEY_LEFTCTRL, True), text("c"), key(KEY_LEFTCTRL, False)]
+        check(b.eval("document.querySelector('[data-mod=\"29\"]').className") == "", "Ctrl is off after the next text")
+        tap('#keys [data-key="105"]', hold=0.3)     # an arrow, held: down on touch, up on lift
+        page += [key(KEY_LEFT, True), key(KEY_LEFT, False)]
+        tap('#keys [data-key="115"]')               # volume up
+        page += [key(KEY_VOLUMEUP, True), key(KEY_VOLUMEUP, False)]
+        f = Fingers(b)
+        f.stroke([(200, 300)], (4, 2), 10)          # the trackpad works with the keyboard open ...
+        check(b.eval("document.activeElement.id") == "typing", "... and touching it leaves the phone's keyboard open")
+        b.insert_text("€")                          # the us layout has no €
+        page += [text("€")]
+        note = wait_quietly(b, "remolo.note", 5)
+        check(note == "1 character this layout cannot type", f"the refusal is shown: {note!r}")
+
+        # Never a key left down: hidden while an arrow is held ...
+        x, y = b.center('#keys [data-key="108"]')
+        b.touch("touchStart", [(1, x, y)])
+        other = b.call("Target.createTarget", url="about:blank")["targetId"]
+        b.wait_for("document.visibilityState === 'hidden'", 5, "the page hidden behind another tab")
+        page += [key(KEY_DOWN, True), key(KEY_DOWN, False)]
+        b.call("Target.closeTarget", targetId=other)
+        b.wait_for("document.visibilityState === 'visible'", 5, "the page visible again")
+        b.touch("touchEnd", [])                     # the lift after it sends nothing more
+        # ... the keyboard closed with Alt locked (double tap) ...
+        double_tap('#keys [data-mod="56"]')
+        check(bool(b.wait_for("document.querySelector('[data-mod=\"56\"]').className === 'locked'", 5, "Alt locked")),
+              "a double-tapped Alt shows locked")
+        b.click("#kbd")
+        b.wait_for("!remolo.keyboard.open && !remolo.keyboard.focused", 5, "the keyboard closed")
+        page += [key(KEY_LEFTALT, True), key(KEY_LEFTALT, False)]
+        time.sleep(0.3)
+        sent = b.eval("remolo.typed")
+        check(sent == page, "the page sent exactly the keys and texts of what was typed" +
+              ("" if sent == page else f":\n  sent {sent}\n  want {page}"))
+        check(b.eval("remolo.keyboard.held.length + remolo.keyboard.modifiers.length") == 0, "the page holds no key")
+        # ... and the page left with Ctrl locked.
+        b.click("#kbd")
+        double_tap('#keys [data-mod="29"]')
+        b.wait_for("remolo.keyboard.modifiers.length === 1", 5, "Ctrl locked")
+        page += [key(KEY_LEFTCTRL, True), key(KEY_LEFTCTRL, False)]
+        b.navigate(rx.url.split("#")[0] + "no-such-page")
+        left = json.loads(b.eval("sessionStorage.getItem('remolo.previousTyped')"))
+        check(left[-2:] == page[-2:], f"leaving the page releases the locked Ctrl ({left[-2:]})")
+    finally:
+        b.close()
+        stats = rx.stop()
+    keys = stats.get("keys", {})
+    n_key = sum(1 for m in page if m["type"] == "key")
+    n_text = sum(1 for m in page if m["type"] == "text")
+    check(keys.get("key_messages") == n_key and keys.get("text_messages") == n_text,
+          f"the receiver took {keys.get('key_messages')} key and {keys.get('text_messages')} text messages "
+          f"(the page sent {n_key} and {n_text})")
+    refused = {k: v for k, v in keys.get("refused", {}).items() if v}
+    check(refused == {"untypable": 1}, f"the only refusal: one untypable character ({refused})")
+    _, played = sink_totals(sink)
+    played = [(c, v) for c, v in played if c < 0x100]  # keys; pointer buttons are BTN_* from 0x110
+    want = strokes(page)
+    check(played == want, "the receiver played exactly those keys" +
+          ("" if played == want else f":\n  played {played}\n  want   {want}"))
+
+
+def typing_refused(binary, tmp):
+    """What the page says when it may not type: a sender paired with
+    --keyboard deny (then allowed with remolo peers, and typing after a
+    reload), and a receiver started with --no-keyboard."""
+    config = os.path.join(tmp, "config-deny")
+    rx = Receiver(binary, config, os.path.join(tmp, "frames-deny"), extra=["--keyboard", "deny"])
+    b = cdp.Browser()
+    try:
+        b.navigate(rx.url)
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "pairing from the URL fragment")
+        fp = rx.wait_for(r"from (\S+) \(newly paired\)").group(1)
+        kb = b.eval("remolo.keyboard")
+        check(kb["spoken"] and not kb["granted"] and kb["status"] == 2, f"paired with --keyboard deny: status 2 ({kb})")
+        check(b.eval("document.getElementById('kbd').classList.contains('unavailable')"), "the keyboard button is grey")
+        b.click("#kbd")
+        note = b.wait_for("remolo.note", 5, "the reason shown")
+        check(note == f"this phone may not type: on the receiver run remolo peers allow-keyboard {fp}",
+              f"tapping it says what to run, with this page's fingerprint: {note!r}")
+        check(not b.eval("remolo.keyboard.open"), "and opens nothing")
+        allow = subprocess.run([binary, "peers", "allow-keyboard", fp], env={**os.environ, "REMOLO_CONFIG_DIR": config},
+                               capture_output=True, text=True)
+        check(allow.returncode == 0, f"remolo peers allow-keyboard {fp}: {allow.stdout.strip()} {allow.stderr.strip()}")
+        b.reload()
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "the session after the reload")
+        kb = b.eval("remolo.keyboard")
+        check(kb["granted"] and kb["status"] == 0, f"allowed, the next session may type ({kb})")
+        b.click("#kbd")
+        b.wait_for("remolo.keyboard.open && remolo.keyboard.focused", 5, "the keyboard open")
+        b.insert_text("ok")
+        b.wait_for("remolo.typed.length === 1", 5, "the text sent")
+        b.navigate(rx.url.split("#")[0] + "no-such-page")
+        stats = rx.stop()
+        check(stats.get("keys", {}).get("text_messages") == 1, f"the receiver took the text ({stats.get('keys')})")
+
+        # The same receiver (config, ports) restarted with --no-keyboard.
+        rx = Receiver(binary, config, os.path.join(tmp, "frames-off"), listen=f"127.0.0.1:{rx.port}",
+                      web=f"127.0.0.1:{rx.web_port}", pair=False, extra=["--no-keyboard"])
+        b.navigate(rx.url)
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "a session with the restarted receiver")
+        check(b.eval("remolo.keyboard.status") == 1, "--no-keyboard: status 1")
+        b.click("#kbd")
+        note = b.wait_for("remolo.note", 5, "the reason shown")
+        check(note == "typing is off on this receiver (remolo receive --no-keyboard)", f"tapping the keyboard button says so: {note!r}")
+    finally:
+        b.close()
+        if rx.proc.poll() is None:
+            rx.stop()
+
+
 # ---------------------------------------------------------------- main
 
 IDLE_CONNECTIONS = 100
@@ -316,6 +521,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--remolo", default=os.environ.get("REMOLO_BIN", os.path.join(ROOT, ".build", "debug", "remolo")))
     ap.add_argument("--screenshot")
+    ap.add_argument("--screenshot-keyboard", help="the page with the special-keys row open, Ctrl latched")
     args = ap.parse_args()
     if not os.path.exists(args.remolo):
         print(f"browser: no remolo binary at {args.remolo}; run `swift build --product remolo` (or pass --remolo)")
@@ -452,6 +658,9 @@ def main():
         b.close()
         stats2 = rx2.stop()
     check(stats2["sessions_added"] == 0, "no session came of it")
+
+    typing(args.remolo, tmp, args.screenshot_keyboard)
+    typing_refused(args.remolo, tmp)
 
     print(f"browser: {'all checks passed' if not failures else f'{len(failures)} failed'}")
     subprocess.run(["rm", "-rf", tmp])

@@ -7,7 +7,7 @@
 // REMOLO_BIN). Skipped, saying so, when it is not there.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
@@ -29,8 +29,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const nowMicros = () => process.hrtime.bigint() / 1000n;
 
 /** The receiver as a child process, its stdout as lines to wait on. */
-function startReceiver(configDir, sink) {
-  const child = spawn(bin, ["receive", "--pair", "--listen", "127.0.0.1:0", "--sink", sink, "--stats-json", "--stats", "0.25", "--seconds", "30"],
+function startReceiver(configDir, sink, extra = []) {
+  const child = spawn(bin, ["receive", "--pair", "--listen", "127.0.0.1:0", "--sink", sink, "--stats-json", "--stats", "0.25", "--seconds", "30", ...extra],
     { env: { ...process.env, REMOLO_CONFIG_DIR: configDir }, stdio: ["ignore", "pipe", "pipe"] });
   const lines = [];
   const waiters = [];
@@ -183,6 +183,55 @@ test("pairs with, opens a session on, and moves the pointer of the Swift receive
     assert.equal(stats.total_dy, -60);
     assert.ok(stats.buttons >= 2, `a press and a release played (buttons ${stats.buttons})`);
     assert.ok(stats.sessions_added >= 2, "the pairing's session and the IK session");
+  } finally {
+    if (rx.child.exitCode === null) rx.child.kill("SIGINT");
+    await rx.exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// A binary built before the receiver took keys has no --keymap.
+const skipKeys = skip || (spawnSync(bin, ["receive", "--help"], { encoding: "utf8" }).stdout.includes("--keymap")
+  ? false : `${bin} takes no keys (no --keymap): rebuild it with the receiver's keyboard`);
+
+test("says hello to the Swift receiver, types, and reads its refusal", { skip: skipKeys, timeout: 60000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "remolo-web-"));
+  const rx = startReceiver(join(dir, "config"), join(dir, "frames"), ["--keymap", "us"]);
+  try {
+    const [, , port] = await rx.waitFor(/^receiver (\S+) listening on 127\.0\.0\.1:(\d+)/);
+    const [, code] = await rx.waitFor(/^pairing code: (\S+)/);
+    const conn = await connect(Number(port));
+    const pairing = SenderHandshake.pairing({ identity: await generateKeyPair(), psk: pairingPsk(decodePairingCode(code)) });
+    const { session } = await openSession(conn, pairing);
+    const next = async () => {
+      let got = [];
+      while (got.length === 0) got = session.feed(await conn.read());
+      assert.equal(got.length, 1, JSON.stringify(got, (k, v) => (typeof v === "bigint" ? String(v) : v)));
+      return got[0];
+    };
+    // Frame 1: hello; the receiver's answer grants the keyboard.
+    conn.write(session.seal({ type: "hello", features: 1, keyboardStatus: 0 }));
+    assert.deepEqual(await next(), { type: "hello", features: 1, keyboardStatus: 0 });
+    // KEY_A pressed and released, then text with one character the us layout lacks.
+    const ns = () => process.hrtime.bigint();
+    conn.write(session.seal({ type: "key", code: 30, down: true, senderTimeNs: ns(), sequence: 0 }));
+    conn.write(session.seal({ type: "key", code: 30, down: false, senderTimeNs: ns(), sequence: 1 }));
+    conn.write(session.seal({ type: "text", senderTimeNs: ns(), sequence: 2, text: "b€c" }));
+    assert.deepEqual(await next(), { type: "refused", sequence: 2, reason: 8, reasonName: "untypable", count: 1 });
+    // A release of a key not held: refused, the session goes on.
+    conn.write(session.seal({ type: "key", code: 30, down: false, senderTimeNs: ns(), sequence: 3 }));
+    assert.deepEqual(await next(), { type: "refused", sequence: 3, reason: 4, reasonName: "notHeld", count: 1 });
+    // A gap in the sequence: bye 2.
+    conn.write(session.seal({ type: "key", code: 30, down: true, senderTimeNs: ns(), sequence: 9 }));
+    assert.deepEqual(await next(), { type: "bye", reason: 2, reasonName: "protocolError" });
+    conn.socket.end();
+    rx.child.kill("SIGINT");
+    await rx.exited;
+    const stats = JSON.parse(rx.lines.filter((l) => l.startsWith("{")).at(-1));
+    assert.equal(stats.keys.key_messages, 3, "the gap's key was not taken");
+    assert.equal(stats.keys.text_messages, 1);
+    assert.equal(stats.keys.refused.untypable, 1);
+    assert.equal(stats.keys.refused.not_held, 1);
   } finally {
     if (rx.child.exitCode === null) rx.child.kill("SIGINT");
     await rx.exited;

@@ -5,7 +5,9 @@
 // itself with the stored keys.
 import { Trackpad } from "./trackpad.js";
 import { Framer, defaultSettings } from "./framer.js";
-import { connect, LinkClosed } from "./link.js";
+import { connect, LinkClosed, BASE_ONLY_MESSAGE } from "./link.js";
+import { KeyboardSender, RefusalTally, keyboardStatusMessage, MODIFIER_CODES } from "./keyboard.js";
+import { SoftKeyboard, bindKeyRow } from "./typing.js";
 import { decodePairingCode, fingerprint } from "./pairing.js";
 import * as store from "./store.js";
 
@@ -23,13 +25,17 @@ let retryTimer = null;
 let pairingCode = null;
 let identity = null;
 let sentThisSecond = 0, rate = 0;
+let baseOnly = false; // the receiver answered hello with bye 2: no hello again in this run
+let typed = [];       // this session's key and text messages, as sent
 
 // What the page sent in its current session, for people (the status line)
 // and for the browser test, which checks the receiver's totals against
 // exactly these.
 window.remolo = { get sent() { return framer.sent; }, get state() { return state; }, get detail() { return detail; },
   get receiver() { return receiverFp; }, get settings() { return { ...settings }; },
-  get touchpad() { return JSON.parse(JSON.stringify({ phase: trackpad.recognizer.phase, contacts: trackpad.recognizer.contacts, slots: [...trackpad.slots] })); } };
+  get touchpad() { return JSON.parse(JSON.stringify({ phase: trackpad.recognizer.phase, contacts: trackpad.recognizer.contacts, slots: [...trackpad.slots] })); },
+  get typed() { return typed.slice(); }, get note() { return $("note").hidden ? "" : $("note").textContent; },
+  get keyboard() { return { ...(link?.keyboard ?? {}), open: !$("keys").hidden, focused: soft.focused, field: $("typing").value, held: [...keys.held], modifiers: [...keys.modifiers.pressed] }; } };
 
 function show() {
   const dot = $("dot");
@@ -61,6 +67,7 @@ new ResizeObserver(() => trackpad.resize({ widthPx: pad.clientWidth, heightPx: p
 const micros = (ms) => ms * 1000;
 let origin = pad.getBoundingClientRect(); // positions are relative to the surface
 pad.addEventListener("pointerdown", (e) => {
+  soft.forgetContext(); // a click may move the desktop's caret
   pad.setPointerCapture?.(e.pointerId);
   pad.classList.add("active");
   origin = pad.getBoundingClientRect();
@@ -90,6 +97,85 @@ pad.addEventListener("pointerup", () => {
 pad.addEventListener("pointercancel", lift);
 pad.addEventListener("contextmenu", (e) => e.preventDefault());
 
+// --- typing: the phone's keyboard and the special-keys row (keyboard.js, typing.js)
+const keys = new KeyboardSender({
+  key(code, down, tMs) { if (link?.key(code, down, tMs)) typed.push({ type: "key", code, down }); },
+  text(text, tMs) { if (link?.text(text, tMs)) typed.push({ type: "text", text }); },
+});
+const soft = new SoftKeyboard($("typing"), keys);
+const row = bindKeyRow($("keys"), keys, { onKey: () => { soft.forgetContext(); showModifiers(); } });
+function showModifiers() {
+  for (const code of MODIFIER_CODES) {
+    const b = $("keys").querySelector(`[data-mod="${code}"]`);
+    const st = keys.modifiers.state(code);
+    b.classList.toggle("latched", st === "latched");
+    b.classList.toggle("locked", st === "locked");
+  }
+}
+// Sticky modifiers go off after the key or text they applied to.
+$("typing").addEventListener("input", showModifiers);
+
+let noteTimer = null;
+const tally = new RefusalTally();
+function note(text, ms) {
+  clearTimeout(noteTimer);
+  $("note").textContent = text;
+  $("note").hidden = !text;
+  if (text) noteTimer = setTimeout(() => { $("note").hidden = true; tally.clear(); }, ms);
+}
+
+/** Why typing is not available now, or "" when it is. */
+function keyboardUnavailable() {
+  if (!link) return "not connected to the receiver";
+  if (baseOnly) return BASE_ONLY_MESSAGE;
+  return keyboardStatusMessage(link.keyboard.status, identity ? fingerprint(identity.publicKey) : "");
+}
+function showKeyboardButton() {
+  const why = keyboardUnavailable();
+  $("kbd").classList.toggle("unavailable", why !== "");
+  $("kbd").title = why || "Keyboard";
+}
+
+function closeKeyboard() {
+  keys.releaseAll(performance.now());
+  soft.close();
+  $("keys").hidden = true;
+  $("kbd").setAttribute("aria-expanded", "false");
+  showModifiers();
+}
+// The button must not take the focus from the field (that would close the
+// phone's keyboard before the click could).
+$("kbd").addEventListener("pointerdown", (e) => e.preventDefault());
+$("kbd").addEventListener("mousedown", (e) => e.preventDefault());
+// A click (a user activation): iOS opens its keyboard only for a focus() made in one.
+$("kbd").onclick = () => {
+  const why = keyboardUnavailable();
+  if (why) { closeKeyboard(); note(why, 12000); return; }
+  if (!$("keys").hidden && soft.focused) { closeKeyboard(); return; }
+  note("", 0);
+  $("keys").hidden = false;
+  $("kbd").setAttribute("aria-expanded", "true");
+  soft.open();
+};
+
+function refused(m) {
+  tally.add(m.reason, m.count);
+  note(tally.text, 3000);
+}
+
+// The page's layout follows the visual viewport, which the phone's
+// keyboard shrinks (the layout viewport stays: Chrome's default
+// interactive-widget=resizes-visual, and iOS Safari).
+function fitViewport() {
+  const vv = window.visualViewport;
+  if (!vv) return;
+  document.documentElement.style.setProperty("--vv-height", `${vv.height}px`);
+  document.documentElement.style.setProperty("--vv-top", `${vv.offsetTop}px`);
+}
+window.visualViewport?.addEventListener("resize", fitViewport);
+window.visualViewport?.addEventListener("scroll", fitViewport);
+fitViewport();
+
 // --- one datagram per animation frame, stamped with the frame's time
 function deliver(frameUs, visible) {
   trackpad.tick(frameUs);
@@ -107,7 +193,9 @@ requestAnimationFrame(frame);
 
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "hidden") {
-    // Hidden: no frames and no heartbeats; let go of any held button now.
+    // Hidden: no frames and no heartbeats; let go of any held button and key now.
+    keys.releaseAll(performance.now());
+    showModifiers();
     trackpad.cancel(micros(performance.now()));
     deliver(micros(performance.now()), false);
   } else {
@@ -116,9 +204,13 @@ document.addEventListener("visibilitychange", () => {
   }
 });
 addEventListener("pagehide", () => {
+  keys.releaseAll(performance.now());
   link?.close();
   // What this page sent, for whoever looks after a reload (the browser test).
-  try { sessionStorage.setItem("remolo.previousSent", JSON.stringify(framer.sent)); } catch { /* storage off */ }
+  try {
+    sessionStorage.setItem("remolo.previousSent", JSON.stringify(framer.sent));
+    sessionStorage.setItem("remolo.previousTyped", JSON.stringify(typed));
+  } catch { /* storage off */ }
 });
 
 // --- wake lock while in use
@@ -152,10 +244,16 @@ async function start() {
     show();
     pairingCode = null; // one try per code: a wrong one is burned anyway
     const l = await connect({
-      url: wsURL, identity, receiverPublicKey, codeBytes: code,
+      url: wsURL, identity, receiverPublicKey, codeBytes: code, hello: !baseOnly,
+      onMessage: (m) => { if (m.type === "refused") refused(m); },
       onClose: (why) => {
         if (link !== l) return;
         link = null;
+        // The receiver released every key of the session.
+        keys.forget();
+        row.forget();
+        showModifiers();
+        showKeyboardButton();
         lock?.release().catch(() => {});
         state = "reconnecting";
         detail = why;
@@ -168,6 +266,9 @@ async function start() {
     receiverFp = fingerprint(l.receiverPublicKey);
     framer.discard();
     framer.resetSent();
+    keys.forget();
+    typed = [];
+    showKeyboardButton();
     retryMs = 250;
     state = "connected";
     detail = "";
@@ -175,6 +276,15 @@ async function start() {
     wakeLock();
     show();
   } catch (e) {
+    // The pong confirmed a pairing even if the session ended after it.
+    if (e?.paired) await store.setReceiverKey(e.paired).catch(() => {});
+    if (e?.reason === "baseOnly") {
+      baseOnly = true;
+      detail = e.message;
+      note(e.message, 8000);
+      show();
+      return start(); // at once: the receiver is there, only older
+    }
     const retry = !(e instanceof LinkClosed) || e.retry;
     state = retry ? "reconnecting" : "refused";
     detail = e.message;

@@ -20,9 +20,27 @@ export const MAX_FRAME_LENGTH = 8 + MAX_PLAINTEXT_LENGTH + TAG_LENGTH;
 const U64_MAX = 0xffffffffffffffffn;
 
 /** Message types and their exact plaintext lengths (type byte included). */
-export const ControlType = Object.freeze({ settings: 0x01, button: 0x02, motion: 0x03, scroll: 0x04, ping: 0x05, pong: 0x06, bye: 0x07, receipt: 0x08 });
-const LENGTH = { 0x01: 14, 0x02: 15, 0x03: 17, 0x04: 17, 0x05: 9, 0x06: 9, 0x07: 2, 0x08: 9 };
+export const ControlType = Object.freeze({ settings: 0x01, button: 0x02, motion: 0x03, scroll: 0x04, ping: 0x05, pong: 0x06, bye: 0x07, receipt: 0x08,
+  hello: 0x09, key: 0x0a, text: 0x0b, refused: 0x0c });
+const LENGTH = { 0x01: 14, 0x02: 15, 0x03: 17, 0x04: 17, 0x05: 9, 0x06: 9, 0x07: 2, 0x08: 9, 0x09: 6, 0x0a: 16, 0x0c: 8 };
 const NAME = Object.fromEntries(Object.entries(ControlType).map(([k, v]) => [v, k]));
+
+// The keyboard extension (hello, key, text, refused): sent only to a
+// receiver whose hello granted the keyboard feature. A text message is the
+// one variable-length message: u8 type, u64 sender time ns, u32 sequence,
+// then 1..256 bytes of UTF-8.
+export const TEXT_HEADER_LENGTH = 13;
+export const MAX_TEXT_BYTES = 256;
+/** Feature bits of a hello (u32). */
+export const Feature = Object.freeze({ keyboard: 1 });
+/** The keyboard status of a receiver's hello (a sender sends 0). */
+export const KeyboardStatus = Object.freeze({ allowed: 0, off: 1, notAllowed: 2, noDevice: 3 });
+/** Why the receiver refused a key or text message. */
+export const RefusedReason = Object.freeze({ keyboardOff: 1, notAllowed: 2, unknownKey: 3, notHeld: 4, flood: 5,
+  invalidUtf8: 6, tooLong: 7, untypable: 8, alreadyHeld: 9 });
+const REFUSED_NAME = Object.fromEntries(Object.entries(RefusedReason).map(([k, v]) => [v, k]));
+const utf8Strict = new TextDecoder("utf-8", { fatal: true });
+const utf8Encoder = new TextEncoder();
 
 export const MouseButton = Object.freeze({ left: 1, right: 2, middle: 3, back: 4, forward: 5 });
 export const ByeReason = Object.freeze({ normal: 0, idleTimeout: 1, protocolError: 2, shuttingDown: 3, replaced: 4 });
@@ -41,6 +59,20 @@ export class ControlFrameError extends Error {
 }
 const badMessage = (what) => new ControlFrameError("badMessage", `invalid control message: ${what}`);
 
+function uint(v, bits, what) {
+  const max = 2 ** bits - 1;
+  if (!Number.isInteger(v) || v < 0 || v > max) throw new RangeError(`${what} must be a u${bits} (0..${max}), got ${v}`);
+  return v;
+}
+
+/** UTF-8 bytes of a text message's text: a string (lone surrogates refused) or bytes as they are. */
+function textBytes(text) {
+  if (text instanceof Uint8Array) return text;
+  if (typeof text !== "string") throw new TypeError("text must be a string or UTF-8 bytes");
+  if (!text.isWellFormed()) throw new RangeError("text has a lone surrogate: not encodable as UTF-8");
+  return utf8Encoder.encode(text);
+}
+
 function int32(v, what) {
   if (!Number.isInteger(v) || v < -0x80000000 || v > 0x7fffffff) throw new RangeError(`${what} must be an i32, got ${v}`);
   return v;
@@ -50,13 +82,26 @@ function int32(v, what) {
  * The plaintext of a message object: {type: "ping", token}, {type: "pong",
  * token}, {type: "bye", reason}, {type: "button", button, down, senderTimeNs,
  * sequence}, {type: "motion"|"scroll", dx, dy, senderTimeNs}, {type:
- * "settings", pointerSpeed, acceleration, scrollSpeed, naturalScrolling}.
- * u64 fields take a bigint or a safe integer.
+ * "settings", pointerSpeed, acceleration, scrollSpeed, naturalScrolling},
+ * {type: "hello", features, keyboardStatus}, {type: "key", code, down,
+ * senderTimeNs, sequence}, {type: "text", senderTimeNs, sequence, text}
+ * (a string, or its UTF-8 bytes), {type: "refused", sequence, reason,
+ * count}. u64 fields take a bigint or a safe integer.
  */
 export function encodeControlMessage(m) {
   const t = ControlType[m.type];
   if (t === undefined) throw new TypeError(`unknown control message type "${m.type}"; one of ${Object.keys(ControlType).join(", ")}`);
-  const out = new Uint8Array(LENGTH[t]);
+  let out;
+  if (m.type === "text") {
+    const bytes = textBytes(m.text);
+    if (bytes.length < 1 || bytes.length > MAX_TEXT_BYTES) {
+      throw new RangeError(`a text message carries 1..${MAX_TEXT_BYTES} bytes of UTF-8, got ${bytes.length}; split longer text (splitText)`);
+    }
+    out = new Uint8Array(TEXT_HEADER_LENGTH + bytes.length);
+    out.set(bytes, TEXT_HEADER_LENGTH);
+  } else {
+    out = new Uint8Array(LENGTH[t]);
+  }
   const v = view(out);
   out[0] = t;
   switch (m.type) {
@@ -91,8 +136,46 @@ export function encodeControlMessage(m) {
       if (BYE_NAME[m.reason] === undefined) throw new RangeError(`bye reason must be 0..4 (ByeReason), got ${m.reason}`);
       out[1] = m.reason;
       break;
+    case "hello":
+      v.setUint32(1, uint(m.features, 32, "features"), false);
+      out[5] = uint(m.keyboardStatus ?? 0, 8, "keyboardStatus");
+      break;
+    case "key":
+      v.setUint16(1, uint(m.code, 16, "code (an evdev KEY_* code)"), false);
+      out[3] = m.down ? 1 : 0;
+      v.setBigUint64(4, toU64(m.senderTimeNs, "senderTimeNs"), false);
+      v.setUint32(12, uint(m.sequence, 32, "sequence"), false);
+      break;
+    case "text":
+      v.setBigUint64(1, toU64(m.senderTimeNs, "senderTimeNs"), false);
+      v.setUint32(9, uint(m.sequence, 32, "sequence"), false);
+      break;
+    case "refused":
+      v.setUint32(1, uint(m.sequence, 32, "sequence"), false);
+      out[5] = uint(m.reason, 8, "reason");
+      v.setUint16(6, uint(m.count, 16, "count"), false);
+      break;
   }
   return out;
+}
+
+/**
+ * Splits text into pieces of at most `maxBytes` bytes of UTF-8 each, at
+ * code point boundaries (a piece never ends inside a character), for one
+ * text message each. Lone surrogates become U+FFFD, as TextEncoder makes
+ * them.
+ */
+export function splitText(text, maxBytes = MAX_TEXT_BYTES) {
+  const pieces = [];
+  let piece = "", bytes = 0;
+  for (const ch of text.toWellFormed()) {
+    const n = utf8Encoder.encode(ch).length;
+    if (bytes + n > maxBytes && piece) { pieces.push(piece); piece = ""; bytes = 0; }
+    piece += ch;
+    bytes += n;
+  }
+  if (piece) pieces.push(piece);
+  return pieces;
 }
 
 /** A message object from a plaintext; anything invalid throws ControlFrameError. u64 fields come back as bigints. */
@@ -101,7 +184,12 @@ export function decodeControlMessage(p) {
   const t = p[0];
   const type = NAME[t];
   if (type === undefined) throw badMessage(`unknown type 0x${t.toString(16)}`);
-  if (p.length !== LENGTH[t]) throw badMessage(`type 0x${t.toString(16)} is ${LENGTH[t]} bytes, got ${p.length}`);
+  if (type === "text") {
+    const lo = TEXT_HEADER_LENGTH + 1, hi = TEXT_HEADER_LENGTH + MAX_TEXT_BYTES;
+    if (p.length < lo || p.length > hi) throw badMessage(`type 0x0b (text) is ${lo}..${hi} bytes, got ${p.length}`);
+  } else if (p.length !== LENGTH[t]) {
+    throw badMessage(`type 0x${t.toString(16)} is ${LENGTH[t]} bytes, got ${p.length}`);
+  }
   const v = view(p);
   switch (type) {
     case "settings": {
@@ -127,6 +215,30 @@ export function decodeControlMessage(p) {
     case "bye":
       if (BYE_NAME[p[1]] === undefined) throw badMessage(`unknown bye reason ${p[1]}`);
       return { type, reason: p[1], reasonName: BYE_NAME[p[1]] };
+    case "hello": {
+      // Unknown feature bits are ignored, and a keyboard status this page
+      // does not know means "not allowed, for a reason this version does
+      // not know" (a newer receiver may know more). The keyboard bit comes
+      // only with status 0.
+      const features = v.getUint32(1, false);
+      if ((features & Feature.keyboard) && p[5] !== KeyboardStatus.allowed) throw badMessage(`hello grants the keyboard with status ${p[5]}`);
+      return { type, features, keyboardStatus: p[5] };
+    }
+    case "key":
+      if (p[3] > 1) throw badMessage(`key state ${p[3]}`);
+      return { type, code: v.getUint16(1, false), down: p[3] === 1, senderTimeNs: v.getBigUint64(4, false), sequence: v.getUint32(12, false) };
+    case "text": {
+      let text;
+      try {
+        text = utf8Strict.decode(p.subarray(TEXT_HEADER_LENGTH));
+      } catch {
+        throw badMessage("text is not valid UTF-8");
+      }
+      return { type, senderTimeNs: v.getBigUint64(1, false), sequence: v.getUint32(9, false), text };
+    }
+    case "refused":
+      if (REFUSED_NAME[p[5]] === undefined) throw badMessage(`unknown refused reason ${p[5]}`);
+      return { type, sequence: v.getUint32(1, false), reason: p[5], reasonName: REFUSED_NAME[p[5]], count: v.getUint16(6, false) };
   }
   throw badMessage(`type 0x${t.toString(16)}`);
 }

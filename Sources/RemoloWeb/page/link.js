@@ -8,6 +8,7 @@ import { SenderHandshake, HandshakeMessageReader, HandshakeError } from "./hands
 import { SenderSession } from "./session.js";
 import { DatagramSealer } from "./datagram.js";
 import { pairingPsk } from "./pairing.js";
+import { Feature, KeyboardStatus, ByeReason, splitText } from "./control.js";
 
 export const TAG_STREAM = 0x00;
 export const TAG_DATAGRAM = 0x01;
@@ -72,13 +73,22 @@ class Socket {
   close() { try { this.ws.close(1000); } catch { /* already closed */ } }
 }
 
+/** What a receiver that answered hello with bye 2 is taken for (the protocol's words). */
+export const BASE_ONLY_MESSAGE = "the receiver does not take keys (older version); pointer only";
+
 /**
  * Opens a session: pairing (XXpsk3) when `codeBytes` is given, else IK to
- * the stored receiver key. Resolves once the keys are confirmed.
+ * the stored receiver key. Resolves once the keys are confirmed and, with
+ * `hello` (the default), once the receiver's hello said whether this page
+ * may type (`link.keyboard`). A receiver that answers hello with bye 2
+ * speaks only the base protocol: connect throws LinkClosed with reason
+ * "baseOnly"; connect again with `hello: false` (no pairing needed, it
+ * completed at the pong).
  */
-export async function connect({ url, identity, receiverPublicKey, codeBytes, onMessage, onClose }) {
+export async function connect({ url, identity, receiverPublicKey, codeBytes, hello = true, onMessage, onClose }) {
   const sock = new Socket(url);
   await sock.opened;
+  let paired = null;
   try {
     const hs = codeBytes
       ? SenderHandshake.pairing({ identity, psk: pairingPsk(codeBytes) })
@@ -101,9 +111,27 @@ export async function connect({ url, identity, receiverPublicKey, codeBytes, onM
       early.push(...session.feed(rest));
       if (!session.confirmed) rest = await sock.read();
     }
-    return new Link(sock, session, hs.result, { onMessage, onClose, early });
+    if (codeBytes) paired = hs.result.peer;
+    let keyboard = { spoken: false, granted: false, status: null };
+    if (hello) {
+      // Frame 1: what the page would use; nothing keyboard goes out before
+      // the receiver's hello says what it grants.
+      sock.write(session.seal({ type: "hello", features: Feature.keyboard, keyboardStatus: 0 }));
+      let reply = -1;
+      while ((reply = early.findIndex((m) => m.type === "hello" || m.type === "bye")) < 0) early.push(...session.feed(await sock.read()));
+      const [m] = early.splice(reply, 1);
+      if (m.type === "bye") {
+        throw m.reason === ByeReason.protocolError
+          ? new LinkClosed(BASE_ONLY_MESSAGE, { retry: true, reason: "baseOnly" })
+          : new LinkClosed(`the receiver ended the session (bye ${m.reason})`);
+      }
+      keyboard = { spoken: true, granted: (m.features & Feature.keyboard) !== 0 && m.keyboardStatus === KeyboardStatus.allowed, status: m.keyboardStatus };
+    }
+    return new Link(sock, session, hs.result, { onMessage, onClose, early, keyboard });
   } catch (e) {
     sock.close();
+    // A pairing the pong confirmed stays valid whatever came after it.
+    if (paired && e instanceof Error) e.paired = paired;
     if (e instanceof HandshakeError) {
       // A refused pairing must not be retried with the same code (it is
       // burned); a refused session is worth a retry only when busy.
@@ -114,10 +142,16 @@ export async function connect({ url, identity, receiverPublicKey, codeBytes, onM
 }
 
 export class Link {
-  constructor(sock, session, result, { onMessage, onClose, early }) {
+  constructor(sock, session, result, { onMessage, onClose, early, keyboard }) {
     this.sock = sock;
     this.session = session;
     this.receiverPublicKey = result.peer;
+    /** {spoken, granted, status}: the receiver's hello (status: control.js KeyboardStatus). */
+    this.keyboard = keyboard ?? { spoken: false, granted: false, status: null };
+    // Key and text messages share one sequence (first 0) and carry times
+    // that never go back, so the playout keeps them in the page's order.
+    this.sequence = 0;
+    this.lastNs = 0n;
     this.sealer = new DatagramSealer(result.datagramKey, result.sessionId);
     this.lastHeard = Date.now();
     this.ended = false;
@@ -155,6 +189,34 @@ export class Link {
   send(payload, txMicros) {
     if (this.ended) return;
     this.sock.datagram(this.sealer.seal(payload, BigInt(Math.max(0, Math.round(txMicros)))));
+  }
+
+  /** The sender time (ns) of a key or text: the page's clock in ms, as motion's (in us), never going back. */
+  stamp(tMs) {
+    const ns = BigInt(Math.max(0, Math.round(tMs * 1e6)));
+    if (ns > this.lastNs) this.lastNs = ns;
+    return this.lastNs;
+  }
+
+  nextSequence() {
+    const s = this.sequence;
+    this.sequence = (this.sequence + 1) >>> 0;
+    return s;
+  }
+
+  /** A key press or release (evdev code), if the receiver's hello granted the keyboard. */
+  key(code, down, tMs) {
+    if (this.ended || !this.keyboard.granted) return false;
+    this.sock.write(this.session.seal({ type: "key", code, down, senderTimeNs: this.stamp(tMs), sequence: this.nextSequence() }));
+    return true;
+  }
+
+  /** Text to type in the receiver's layout, in messages of at most 256 bytes. */
+  text(text, tMs) {
+    if (this.ended || !this.keyboard.granted) return false;
+    const t = this.stamp(tMs);
+    for (const piece of splitText(text)) this.sock.write(this.session.seal({ type: "text", senderTimeNs: t, sequence: this.nextSequence(), text: piece }));
+    return true;
   }
 
   /** Buffered bytes not yet on the wire (a WebSocket is TCP: see the README's transport note). */
