@@ -231,6 +231,8 @@ public enum ServiceFiles {
         l += [
             "[Unit]",
             "Description=Remolo receiver (a smooth cursor over Wi-Fi)",
+            // `systemctl status` shows it; install writes the page beside the unit.
+            "Documentation=man:remolo(1)",
         ]
         if system {
             l += [
