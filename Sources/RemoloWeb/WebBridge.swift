@@ -144,18 +144,41 @@ public final class WebBridge: @unchecked Sendable {
         "webmanifest": "application/manifest+json", "svg": "image/svg+xml", "png": "image/png",
     ]
 
-    /// The page's files, from the resource bundle (or $REMOLO_WEB_ROOT, for
-    /// trying page edits without a rebuild).
-    static func pageFiles() throws -> [(path: String, type: String, data: Data)] {
-        let root: URL
+    /// Where an installed binary's page is: share/remolo/page beside the
+    /// binary's directory (/usr/bin/remolo: /usr/share/remolo/page, where a
+    /// Debian package puts architecture-independent files, FHS 4.11).
+    static let installedPage = "share/remolo/page"
+
+    /// The page's directory: $REMOLO_WEB_ROOT (for trying page edits without
+    /// a rebuild), else `installedPage` beside the running binary's
+    /// directory, else the build's resource bundle beside the binary
+    /// (Remolo_RemoloWeb.resources/page). Looked up by hand rather than
+    /// through Bundle.module, which ends the process when its bundle is
+    /// missing instead of letting the error say where the files belong.
+    static func pageDirectory() throws -> URL {
         if let env = ProcessInfo.processInfo.environment["REMOLO_WEB_ROOT"] {
-            root = URL(fileURLWithPath: env)
-        } else if let url = Bundle.module.url(forResource: "page", withExtension: nil) {
-            root = url
-        } else {
-            throw WebError("the page's files are missing (Remolo_RemoloWeb.resources beside the remolo binary); "
-                + "install the binary together with that directory, or set REMOLO_WEB_ROOT to Sources/RemoloWeb/page")
+            return URL(fileURLWithPath: env)
         }
+        guard let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else {
+            throw WebError("cannot find this binary's path (/proc/self/exe) to find the page's files; set REMOLO_WEB_ROOT")
+        }
+        let bin = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        let candidates = [
+            bin.deletingLastPathComponent().appendingPathComponent(installedPage),
+            bin.appendingPathComponent("Remolo_RemoloWeb.resources/page"),
+        ]
+        if let found = candidates.first(where: {
+            FileManager.default.fileExists(atPath: $0.appendingPathComponent("index.html").path)
+        }) {
+            return found
+        }
+        throw WebError("the page's files are missing: neither \(candidates[0].path) nor \(candidates[1].path) holds index.html; "
+            + "install the binary with them (packaging/deb/build does), or set REMOLO_WEB_ROOT to Sources/RemoloWeb/page")
+    }
+
+    /// The page's files.
+    static func pageFiles() throws -> [(path: String, type: String, data: Data)] {
+        let root = try pageDirectory()
         let names = try FileManager.default.contentsOfDirectory(atPath: root.path).sorted()
         var out: [(String, String, Data)] = []
         for name in names {

@@ -17,13 +17,13 @@ let commands: [Command] = [
     Command(name: "pair", summary: "receiver: issue a pairing code and wait for a sender to pair", run: pairCommand),
     Command(name: "peers", summary: "receiver: list paired senders and their rights; forget one, allow or deny it typing", run: peersCommand),
     Command(name: "receive", summary: "receiver: move this machine's pointer for paired senders", run: receiveCommand),
-    Command(name: "install", summary: "receiver: install the systemd unit, udev rule and uinput module entry", run: installCommand),
+    Command(name: "install", summary: "receiver: install the systemd unit, udev rule, uinput module entry, manual and completion", run: installCommand),
     Command(name: "uninstall", summary: "receiver: remove what install wrote", run: uninstallCommand),
     Command(name: "send", summary: "sender: connect to a receiver and send motion", run: sendCommand),
     Command(name: "discover", summary: "sender: list the receivers announced on the LAN (DNS-SD)", run: discoverCommand),
     Command(name: "simulate", summary: "replay network scenarios through the playout core and score them", run: simulateCommand),
     Command(name: "relay", summary: "forward UDP datagrams with a scenario's delays and losses", run: relayCommand),
-    Command(name: "version", summary: "print the version", run: { _ in print("remolo \(remoloVersion)") }),
+    Command(name: "version", summary: "print the version and the commit it was built from", run: versionCommand),
 ]
 
 let usage: String = {

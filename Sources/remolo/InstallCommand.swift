@@ -8,22 +8,30 @@ import Remolo
 
 let installUsage = """
 usage: remolo install [--system | --user] [--print] [--rt PRIORITY] [--bin PATH] [--root DIR]
+       remolo install --package --root DIR [--bin PATH]
 
 Writes the receiver's systemd unit, the udev rule for /dev/uinput
 (\(ServiceFiles.udevRulePath)) and a modules-load.d entry for uinput
-(\(ServiceFiles.modulesLoadPath)). Safe to repeat; a file
-that remolo did not write is never overwritten.
+(\(ServiceFiles.modulesLoadPath)), and this manual page and the bash
+completion (\(ServiceFiles.manPagePath),
+\(ServiceFiles.completionPath); --user: under
+~/.local/share). Safe to repeat; a file that remolo did not write is never
+overwritten.
 
   --system    (default) \(ServiceFiles.systemUnitPath), run as a dynamic user
               with its identity in /var/lib/remolo; needs root
   --user      $XDG_CONFIG_HOME/systemd/user/\(ServiceFiles.unitName) (~/.config/...), run as
               you with ~/.config/remolo; prints what to run as root for the
               udev rule and the module, or writes them when run as root
-  --print     print the three files and change nothing
+  --print     print the files and change nothing
   --rt        run the drain loop SCHED_FIFO at PRIORITY (1-99): the system
               unit then keeps CAP_SYS_NICE, and nothing else
   --bin       the remolo binary the unit starts (default: this one)
   --root      a prefix for every path written (packaging, tests)
+  --package   the files a Debian package ships, in its directories
+              (\(ServiceFiles.packageUnitPath), \(ServiceFiles.packageUdevRulePath),
+              \(ServiceFiles.packageModulesLoadPath), /usr/share/man,
+              /usr/share/bash-completion), under --root: packaging/deb/build
 
 Options of the receiver go in $REMOLO_CONFIG_DIR/config (README, "Run as a service").
 """
@@ -32,7 +40,8 @@ let uninstallUsage = """
 usage: remolo uninstall [--system | --user] [--root DIR]
 
 Removes what `remolo install` wrote (and the link `systemctl enable` made to
-it), and says what it removed. Files remolo did not write are left alone.
+it), and says what it removed. Files remolo did not write are left alone,
+and so are a package's (the package manager removes those).
 The identity and paired senders in the config directory are kept.
 """
 
@@ -42,6 +51,7 @@ private struct InstallRequest {
     var rt: Int32?
     var binary: String?
     var root = ""
+    var layout = ServiceLayout.local
 }
 
 private func parseInstall(_ args: [String], usage: String, installing: Bool) -> InstallRequest {
@@ -58,8 +68,13 @@ private func parseInstall(_ args: [String], usage: String, installing: Bool) -> 
         case "--print" where installing: r.print = true
         case "--rt" where installing: r.rt = o.int(in: 1...99)
         case "--bin" where installing: r.binary = o.value()
+        case "--package" where installing: r.layout = .package
         default: o.unknown()
         }
+    }
+    if r.layout == .package && r.root.isEmpty && !r.print {
+        fail("--package writes the files a package ships (into /lib and /usr/share, which the package manager owns): "
+             + "give --root DIR, the package's staging directory, or --print")
     }
     return r
 }
@@ -81,7 +96,7 @@ private enum Existing {
     case foreign(String)
 }
 
-private func existing(_ path: String) -> Existing {
+private func existing(_ path: String, layout: ServiceLayout = .local) -> Existing {
     var st = stat()
     guard lstat(path, &st) == 0 else {
         if errno == ENOENT { return .none }
@@ -91,7 +106,7 @@ private func existing(_ path: String) -> Existing {
     guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
         return .foreign("cannot be read")
     }
-    return ServiceFiles.isOurs(text) ? .ours(text) : .foreign("was not written by remolo install")
+    return ServiceFiles.isOurs(text, layout: layout) ? .ours(text) : .foreign("was not written by remolo install")
 }
 
 /// Writes `text` to `path` through a temporary file in the same directory
@@ -137,9 +152,18 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
     if r.binary != nil && r.root.isEmpty && !r.print && !FileManager.default.isExecutableFile(atPath: binary) {
         fail("--bin \(binary): no executable there; pass the path of the installed remolo binary", code: 1)
     }
-    let spec = ServiceSpec(scope: r.scope, binary: binary, realtimePriority: r.rt)
+    let spec = ServiceSpec(scope: r.scope, binary: binary, realtimePriority: r.rt, layout: r.layout)
+    let env = ProcessInfo.processInfo.environment
     let files: [ServiceFile]
-    do { files = try ServiceFiles.files(spec, environment: ProcessInfo.processInfo.environment) } catch { fail("\(error)") }
+    do {
+        let (man, completion) = try manualAndCompletion()
+        files = try ServiceFiles.files(spec, environment: env)
+            + ServiceFiles.documentation(spec, environment: env, manPage: man, completion: completion)
+    } catch let e as ManualError {
+        fail(e.description, code: 1)
+    } catch {
+        fail("\(error)")
+    }
 
     if r.print {
         for f in files { print("### \(r.root + f.path)\n\(f.contents)") }
@@ -157,7 +181,7 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
     // Check everything before writing anything: a refusal leaves no half install.
     var refused: [String] = []
     for f in toWrite {
-        if case .foreign(let why) = existing(r.root + f.path) {
+        if case .foreign(let why) = existing(r.root + f.path, layout: r.layout) {
             refused.append("\(r.root + f.path) \(why); move it away (or remove it) and run this again")
         }
     }
@@ -165,7 +189,7 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
 
     for f in toWrite {
         let path = r.root + f.path
-        let before = existing(path)
+        let before = existing(path, layout: r.layout)
         if case .ours(let text) = before, text == f.contents {
             say("unchanged \(path) (\(f.role))")
             continue
@@ -177,6 +201,8 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
         say("not written (they need root): " + forRoot.map(\.path).joined(separator: ", "))
         say(rootInstructions(forRoot))
     }
+    // A package's maintainer scripts take it from here (packaging/deb).
+    if r.layout == .package { return }
     let ctl = r.scope == .system ? "systemctl" : "systemctl --user"
     let sudo = r.scope == .system ? "sudo " : ""
     var next = "next: \(sudo)\(ctl) daemon-reload && \(sudo)\(ctl) enable --now remolo"
@@ -192,8 +218,12 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
 @Sendable func uninstallCommand(_ args: [String]) {
     let r = parseInstall(args, usage: uninstallUsage, installing: false)
     let spec = ServiceSpec(scope: r.scope, binary: "/remolo")
+    let env = ProcessInfo.processInfo.environment
     let files: [ServiceFile]
-    do { files = try ServiceFiles.files(spec, environment: ProcessInfo.processInfo.environment) } catch { fail("\(error)") }
+    do {
+        files = try ServiceFiles.files(spec, environment: env)
+            + ServiceFiles.documentation(spec, environment: env, manPage: "", completion: "")
+    } catch { fail("\(error)") }
     let privileged = isRoot || !r.root.isEmpty
     if r.scope == .system && !privileged {
         fail("--system removes files in /etc and needs root: run `sudo remolo uninstall --system`", code: 1)

@@ -10,7 +10,7 @@ guard let name = arguments.first else { print(usage); exit(2) }
 arguments.removeFirst()
 
 switch name {
-case "--version": print("remolo \(remoloVersion)")
+case "--version": print(versionLine())
 case "-h", "--help", "help": print(usage)
 default:
     guard let c = commands.first(where: { $0.name == name }) else { fail("unknown command '\(name)'\n\(usage)") }

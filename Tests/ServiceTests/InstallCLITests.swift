@@ -6,9 +6,10 @@ import Testing
 /// `remolo install` and `uninstall` as a packager runs them: the real binary,
 /// every path under `--root`.
 @Suite(.serialized) struct InstallCLITests {
-    static let paths = [ServiceFiles.systemUnitPath, ServiceFiles.udevRulePath, ServiceFiles.modulesLoadPath]
+    static let paths = [ServiceFiles.systemUnitPath, ServiceFiles.udevRulePath, ServiceFiles.modulesLoadPath,
+                        ServiceFiles.manPagePath, ServiceFiles.completionPath]
 
-    @Test("1: install writes the three files, again changes nothing, uninstall removes exactly them, again removes nothing")
+    @Test("1: install writes the five files, again changes nothing, uninstall removes exactly them, again removes nothing")
     func roundTrip() throws {
         let root = tempPath("root")
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -23,7 +24,7 @@ import Testing
         #expect(read(root + ServiceFiles.systemUnitPath)?.contains("ExecStart=\(CLIProcess.binary) receive\n") == true)
 
         let again = try remolo(["install", "--system", "--root", root])
-        #expect(again.status == 0 && again.output.components(separatedBy: "unchanged ").count == 4, "\(again.output)")
+        #expect(again.status == 0 && again.output.components(separatedBy: "unchanged ").count == Self.paths.count + 1, "\(again.output)")
 
         let rt = try remolo(["install", "--rt", "30", "--root", root])
         #expect(rt.status == 0 && rt.output.contains("updated \(root + ServiceFiles.systemUnitPath)"), "\(rt.output)")
@@ -50,6 +51,7 @@ import Testing
 
     @Test("2: a file remolo did not write is neither overwritten nor removed, and nothing else is written", arguments: [
         (1, ServiceFiles.systemUnitPath), (2, ServiceFiles.udevRulePath), (3, ServiceFiles.modulesLoadPath),
+        (4, ServiceFiles.manPagePath), (5, ServiceFiles.completionPath),
     ] as [(Int, String)])
     func foreignFile(_ id: Int, _ foreign: String) throws {
         let root = tempPath("foreign")
@@ -70,13 +72,16 @@ import Testing
         #expect(read(root + foreign) == mine)
     }
 
-    @Test("3: --print shows the three files and writes nothing")
+    @Test("3: --print shows the five files and writes nothing")
     func printOnly() throws {
         let root = tempPath("print")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let r = try remolo(["install", "--print", "--rt", "20", "--bin", "/usr/bin/remolo", "--root", root])
         #expect(r.status == 0, "\(r.output)")
-        for p in Self.paths { #expect(r.output.contains("### \(root + p)\n\(ServiceFiles.marker)"), "\(p): \(r.output)") }
+        for p in Self.paths {
+            let first = p == ServiceFiles.manPagePath ? ServiceFiles.manMarker : ServiceFiles.marker
+            #expect(r.output.contains("### \(root + p)\n\(first)"), "\(p): \(r.output)")
+        }
         #expect(r.output.contains("ExecStart=/usr/bin/remolo receive --rt 20"))
         #expect(r.output.contains(#"KERNEL=="uinput""#) && r.output.contains("\nuinput\n"))
         #expect(!exists(root), "--print created \(root)")
@@ -86,14 +91,39 @@ import Testing
     func userInstall() throws {
         let root = tempPath("user")
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let unit = try ServiceFiles.userUnitPath(environment: ProcessInfo.processInfo.environment)
+        let env = ProcessInfo.processInfo.environment
+        let unit = try ServiceFiles.userUnitPath(environment: env)
+        let docs = [try ServiceFiles.userManPagePath(environment: env), try ServiceFiles.userCompletionPath(environment: env)]
         let r = try remolo(["install", "--user", "--root", root])
         #expect(r.status == 0, "\(r.output)")
         let text = try #require(read(root + unit), "no user unit at \(root + unit): \(r.output)")
         #expect(text.contains("Environment=REMOLO_CONFIG_DIR=%E/remolo") && text.contains("WantedBy=default.target"))
+        for d in docs { #expect(read(root + d).map { ServiceFiles.isOurs($0) } == true, "\(d): \(r.output)") }
         #expect(r.output.contains("systemctl --user daemon-reload"))
         let un = try remolo(["uninstall", "--user", "--root", root])
         #expect(un.status == 0 && !exists(root + unit), "\(un.output)")
+        for d in docs { #expect(!exists(root + d), "\(d) left behind") }
+    }
+
+    @Test("8: --package writes a package's files in its directories with its marker; uninstall leaves them to the package manager")
+    func package() throws {
+        let root = tempPath("package")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let r = try remolo(["install", "--package", "--bin", "/usr/bin/remolo", "--root", root])
+        #expect(r.status == 0, "\(r.output)")
+        let paths = [ServiceFiles.packageUnitPath, ServiceFiles.packageUdevRulePath, ServiceFiles.packageModulesLoadPath,
+                     ServiceFiles.packageManPagePath, ServiceFiles.packageCompletionPath]
+        for p in paths {
+            let text = try #require(read(root + p), "\(p) not written: \(r.output)")
+            #expect(ServiceFiles.isOurs(text, layout: .package) && !ServiceFiles.isOurs(text), "\(p)")
+        }
+        #expect(read(root + ServiceFiles.packageUnitPath)?.contains("ExecStart=/usr/bin/remolo receive\n") == true)
+        #expect(!r.output.contains("next:"), "a package's scripts do the rest: \(r.output)")
+        let again = try remolo(["install", "--package", "--bin", "/usr/bin/remolo", "--root", root])
+        #expect(again.status == 0 && again.output.components(separatedBy: "unchanged ").count == paths.count + 1, "\(again.output)")
+        let un = try remolo(["uninstall", "--root", root])
+        #expect(un.status == 0 && un.output.contains("nothing to remove"), "\(un.output)")
+        for p in paths { #expect(exists(root + p), "uninstall removed the package's \(p)") }
     }
 
     @Test("5: usage mistakes say what was expected", arguments: [
@@ -101,6 +131,9 @@ import Testing
         (2, ["install", "--rt", "0"], "1 to 99"),
         (3, ["install", "--colour"], "unknown option '--colour'"),
         (4, ["uninstall", "--rt", "5"], "unknown option '--rt'"),
+        (5, ["install", "--package"], "give --root DIR"),
+        (6, ["uninstall", "--package", "--root", "/tmp"], "unknown option '--package'"),
+        (7, ["install", "--package", "--user", "--root", "/tmp/remolo-never"], "a package ships the system unit only"),
     ] as [(Int, [String], String)])
     func usage(_ id: Int, _ args: [String], _ says: String) throws {
         let r = try remolo(args)

@@ -26,8 +26,12 @@ import Testing
     }
 
     /// A user manager's verify needs a runtime directory even offline.
+    /// verify runs `man` for the unit's Documentation=: MANPATH points it at
+    /// the manual page that install wrote under the root.
     static func analyze(_ tool: String, user: Bool, _ args: [String], root: String, cwd: String) throws -> (status: Int32, output: String) {
-        var env: [String: String] = [:]
+        let env0 = ProcessInfo.processInfo.environment
+        let man = user ? try ServiceFiles.userManPagePath(environment: env0) : ServiceFiles.manPagePath
+        var env: [String: String] = ["MANPATH": root + ((man as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent]
         if user {
             let rt = root + "/run-user"
             try FileManager.default.createDirectory(atPath: rt, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

@@ -14,6 +14,21 @@ public enum ServiceScope: String, Sendable, Equatable, CaseIterable {
     case user
 }
 
+/// Whose directories the files go in.
+public enum ServiceLayout: String, Sendable, Equatable, CaseIterable {
+    /// The administrator's (`remolo install`): /etc for the unit, the udev
+    /// rule and the module entry, /usr/local/share for the manual and the
+    /// completion; each file carries `ServiceFiles.marker`.
+    case local
+    /// A distribution package's (packaging/deb/build): /lib/systemd/system,
+    /// /lib/udev/rules.d, /usr/lib/modules-load.d and /usr/share, where a
+    /// file of the same name in /etc overrides them (systemd.unit(5),
+    /// udev(7), modules-load.d(5)). The package manager owns these files, so
+    /// they carry `ServiceFiles.packageMarker` and `remolo uninstall` leaves
+    /// them alone.
+    case package
+}
+
 /// What `remolo install` was asked for.
 public struct ServiceSpec: Sendable, Equatable {
     public var scope: ServiceScope
@@ -21,11 +36,13 @@ public struct ServiceSpec: Sendable, Equatable {
     public var binary: String
     /// `--rt PRIORITY`: the drain loop runs SCHED_FIFO at this priority.
     public var realtimePriority: Int32?
+    public var layout: ServiceLayout
 
-    public init(scope: ServiceScope, binary: String, realtimePriority: Int32? = nil) {
+    public init(scope: ServiceScope, binary: String, realtimePriority: Int32? = nil, layout: ServiceLayout = .local) {
         self.scope = scope
         self.binary = binary
         self.realtimePriority = realtimePriority
+        self.layout = layout
     }
 }
 
@@ -50,19 +67,42 @@ public enum ServiceFiles {
     /// The first line of every file remolo writes. `remolo install` only
     /// overwrites, and `remolo uninstall` only removes, files that start with it.
     public static let marker = "# Written by remolo install; `remolo uninstall` removes it."
+    /// The marker as the manual page's first line (a roff comment, man(7)).
+    public static let manMarker = ".\\\"" + marker.dropFirst()
+    /// The first line of the files a package ships (`ServiceLayout.package`).
+    public static let packageMarker = "# Installed by the remolo package; removing the package removes it."
 
     public static let unitName = "remolo.service"
     public static let systemUnitPath = "/etc/systemd/system/" + unitName
     public static let udevRulePath = "/etc/udev/rules.d/60-remolo-uinput.rules"
     public static let modulesLoadPath = "/etc/modules-load.d/remolo.conf"
+    /// Where man(1) and bash-completion look first, for `remolo install
+    /// --system` (man-db's /usr/local/share/man; bash-completion's
+    /// $XDG_DATA_DIRS, /usr/local/share first).
+    public static let manPagePath = "/usr/local/share/man/man1/remolo.1"
+    public static let completionPath = "/usr/local/share/bash-completion/completions/remolo"
+
+    /// The package's paths (Debian 12: units and udev rules under /lib).
+    public static let packageUnitPath = "/lib/systemd/system/" + unitName
+    public static let packageUdevRulePath = "/lib/udev/rules.d/60-remolo-uinput.rules"
+    public static let packageModulesLoadPath = "/usr/lib/modules-load.d/remolo.conf"
+    public static let packageManPagePath = "/usr/share/man/man1/remolo.1"
+    public static let packageCompletionPath = "/usr/share/bash-completion/completions/remolo"
     /// The group that may open /dev/uinput (the udev rule's GROUP=); the
     /// system unit's dynamic user joins it.
     public static let uinputGroup = "input"
 
     /// Whether a file's text is one remolo wrote.
     public static func isOurs(_ contents: some StringProtocol) -> Bool {
-        contents.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first
-            .map { $0.hasPrefix(marker) } ?? false
+        isOurs(contents, layout: .local)
+    }
+
+    /// Whether a file's text starts with `layout`'s marker (as a shell or a
+    /// roff comment).
+    public static func isOurs(_ contents: some StringProtocol, layout: ServiceLayout) -> Bool {
+        let m = marker(layout)
+        return contents.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first
+            .map { $0.hasPrefix(m) || $0.hasPrefix(".\\\"" + m.dropFirst()) } ?? false
     }
 
     /// Where the user unit goes: `$XDG_CONFIG_HOME/systemd/user`, else
@@ -78,16 +118,68 @@ public enum ServiceFiles {
         return home + "/.config/systemd/user/" + unitName
     }
 
+    /// Where a user's manual pages go: man-db finds ~/.local/share/man for
+    /// ~/.local/bin on $PATH (manpath(5)).
+    public static func userManPagePath(environment: [String: String]) throws(ServiceError) -> String {
+        try home(environment) + "/.local/share/man/man1/remolo.1"
+    }
+
+    /// Where bash-completion looks for a user's completions:
+    /// $XDG_DATA_HOME/bash-completion/completions, else ~/.local/share/...
+    public static func userCompletionPath(environment: [String: String]) throws(ServiceError) -> String {
+        if let x = environment["XDG_DATA_HOME"], x.hasPrefix("/") {
+            return x + "/bash-completion/completions/remolo"
+        }
+        return try home(environment) + "/.local/share/bash-completion/completions/remolo"
+    }
+
+    private static func home(_ environment: [String: String]) throws(ServiceError) -> String {
+        guard let home = environment["HOME"], home.hasPrefix("/") else {
+            throw ServiceError("--user needs $HOME to be an absolute path to find ~/.local/share; set it, or install with --system")
+        }
+        return home
+    }
+
+    /// The first line of every file for `layout`.
+    static func marker(_ layout: ServiceLayout) -> String {
+        layout == .local ? marker : packageMarker
+    }
+
     /// Every file `remolo install` writes for `spec`, the unit first.
     public static func files(_ spec: ServiceSpec, environment: [String: String]) throws(ServiceError) -> [ServiceFile] {
-        let unitPath = spec.scope == .system ? systemUnitPath : try userUnitPath(environment: environment)
+        if spec.layout == .package && spec.scope == .user {
+            throw ServiceError("a package ships the system unit only: leave out --user, or leave out --package")
+        }
+        let unitPath = spec.layout == .package ? packageUnitPath
+            : spec.scope == .system ? systemUnitPath : try userUnitPath(environment: environment)
+        let package = spec.layout == .package
         return [
             ServiceFile(path: unitPath, contents: try unit(spec), needsRoot: spec.scope == .system,
                         role: "the receiver's \(spec.scope.rawValue) unit"),
-            ServiceFile(path: udevRulePath, contents: udevRule, needsRoot: true,
+            ServiceFile(path: package ? packageUdevRulePath : udevRulePath, contents: udevRule(spec.layout), needsRoot: true,
                         role: "the udev rule giving group \(uinputGroup) /dev/uinput"),
-            ServiceFile(path: modulesLoadPath, contents: modulesLoad, needsRoot: true,
-                        role: "loads uinput at boot"),
+            ServiceFile(path: package ? packageModulesLoadPath : modulesLoadPath, contents: modulesLoad(spec.layout),
+                        needsRoot: true, role: "loads uinput at boot"),
+        ]
+    }
+
+    /// The manual page and the bash completion for `spec`, their texts made
+    /// by the caller (from the command table); each gets the layout's marker
+    /// as its first line. Paths alone (for `remolo uninstall`): pass "".
+    public static func documentation(_ spec: ServiceSpec, environment: [String: String],
+                                     manPage: String, completion: String) throws(ServiceError) -> [ServiceFile] {
+        let (man, comp): (String, String)
+        switch (spec.layout, spec.scope) {
+        case (.package, _): (man, comp) = (packageManPagePath, packageCompletionPath)
+        case (.local, .system): (man, comp) = (manPagePath, completionPath)
+        case (.local, .user): (man, comp) = (try userManPagePath(environment: environment), try userCompletionPath(environment: environment))
+        }
+        let first = marker(spec.layout)
+        return [
+            ServiceFile(path: man, contents: ".\\\"" + first.dropFirst() + "\n" + manPage, needsRoot: spec.scope == .system,
+                        role: "the manual page, man remolo"),
+            ServiceFile(path: comp, contents: first + "\n" + completion, needsRoot: spec.scope == .system,
+                        role: "bash completion"),
         ]
     }
 
@@ -95,20 +187,28 @@ public enum ServiceFiles {
     /// needs: `static_node=uinput` applies it to the node devtmpfs creates
     /// before the module is loaded (udev(7), OPTIONS), `uaccess` gives the
     /// person at the seat access for `--user` units.
-    public static let udevRule = """
-        \(marker)
+    public static let udevRule = udevRule(.local)
+
+    public static func udevRule(_ layout: ServiceLayout) -> String {
+        """
+        \(marker(layout))
         # Lets group \(uinputGroup) (the remolo service joins it) create pointer devices.
         KERNEL=="uinput", SUBSYSTEM=="misc", GROUP="\(uinputGroup)", MODE="0660", TAG+="uaccess", OPTIONS+="static_node=uinput"
 
         """
+    }
 
     /// modules-load.d(5): one module name per line.
-    public static let modulesLoad = """
-        \(marker)
+    public static let modulesLoad = modulesLoad(.local)
+
+    public static func modulesLoad(_ layout: ServiceLayout) -> String {
+        """
+        \(marker(layout))
         # The receiver moves the pointer through /dev/uinput.
         uinput
 
         """
+    }
 
     /// The unit. Every directive is explained where it is set; the numbers
     /// `systemd-analyze security` gives it are in the README.
@@ -124,12 +224,15 @@ public enum ServiceFiles {
         let rt = spec.realtimePriority != nil
         let system = spec.scope == .system
 
-        var l: [String] = [
-            marker,
-            "# Options go in the config file ($REMOLO_CONFIG_DIR/config, the keys of",
-            "# `remolo receive`), not here; run `remolo install` again to change --rt or --bin.",
+        var l: [String] = [marker(spec.layout), "# Options go in the config file ($REMOLO_CONFIG_DIR/config, the keys of"]
+        l.append(spec.layout == .local
+            ? "# `remolo receive`), not here; run `remolo install` again to change --rt or --bin."
+            : "# `remolo receive`), not here; `remolo install --rt N` writes a unit in /etc that overrides this one.")
+        l += [
             "[Unit]",
             "Description=Remolo receiver (a smooth cursor over Wi-Fi)",
+            // `systemctl status` shows it; install writes the page beside the unit.
+            "Documentation=man:remolo(1)",
         ]
         if system {
             l += [
