@@ -18,6 +18,8 @@ public final class ReceiveLoop: @unchecked Sendable {
     private let raw: RawLoop
     private let isUinput: Bool
     private let recorder: ArrivalRecorder?
+    /// The adapter the loop writes to, finished after the loop stops.
+    private let adapter: OutputAdapter?
     /// The UDP socket's local port.
     public let port: UInt16
     private let stopped = Mutex(false)
@@ -58,7 +60,9 @@ public final class ReceiveLoop: @unchecked Sendable {
         switch output {
         case .uinput(let name): dev = try PointerDevice(name: name)
         case .fileDescriptor(let fd): dev = try PointerDevice(fileDescriptor: fd)
+        case .adapter(let a): dev = try PointerDevice(fileDescriptor: a.writeFD, keeping: a)
         }
+        if case .adapter(let a) = output { adapter = a } else { adapter = nil }
         if case .uinput = output { isUinput = true } else { isUinput = false }
         do { port = try Socket.boundPort(socket) } catch {
             throw ReceiverError("the UDP socket is not usable: \(error)")
@@ -160,6 +164,13 @@ public final class ReceiveLoop: @unchecked Sendable {
         let first = stopped.withLock { s -> Bool in defer { s = true }; return !s }
         guard first else { return }
         raw.stop()
+        if let a = adapter {
+            // The loop's flush released every session's buttons into the
+            // pipe; a release it could not write (the pipe full) goes now,
+            // then the adapter delivers the rest and lets go of everything.
+            _ = try? raw.device.releaseAll()
+            a.finish()
+        }
         // The loop writes no more records: the recorder drains what is left.
         if let r = recorder {
             let s = stats

@@ -43,4 +43,9 @@ public enum ReceiverOutput: Sendable {
     /// button-recovery code. For tests and tools; the caller owns the
     /// descriptor. This is not a pointer device.
     case fileDescriptor(Int32)
+    /// An output adapter's pipe: the same frames, turned into a backend's
+    /// calls (XTest, ...) on the adapter's thread. The loop owns the adapter
+    /// from here on: stopping the loop finishes it (its pipe drained, every
+    /// key and button it holds released).
+    case adapter(OutputAdapter)
 }

@@ -32,6 +32,7 @@ public enum ReceiveConfig {
         Key(name: "stats-json", takesValue: false, example: "true"),
         Key(name: "pair", takesValue: false, example: "false"),
         Key(name: "rt", takesValue: true, example: "50"),
+        Key(name: "output", takesValue: true, example: "auto"),
         Key(name: "name", takesValue: true, example: "Remolo pointer"),
         Key(name: "sink", takesValue: true, example: "/var/lib/remolo/frames"),
         Key(name: "seconds", takesValue: true, example: "3600"),
