@@ -83,8 +83,7 @@ public enum DesktopAcceleration {
             Identifier "Remolo pointer: flat acceleration"
             MatchProduct "\(name)"
             MatchIsPointer "on"
-            MatchDriver "libinput"
-            Option "AccelProfile" "flat"
+                    Option "AccelProfile" "flat"
         EndSection
 
         """
