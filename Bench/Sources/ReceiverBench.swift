@@ -35,12 +35,14 @@ final class BenchLoop {
 
     /// - rtPriority: SCHED_FIFO on the loop thread (0: off).
     /// - recordFd: the write end of a non-blocking pipe for arrival records (-1: off).
-    init(rtPriority: Int32 = 0, recordFd: Int32 = -1) {
+    /// - outputFD: where the frames go (an output adapter's pipe); a copy
+    ///   is taken. -1: /dev/null.
+    init(rtPriority: Int32 = 0, recordFd: Int32 = -1, outputFD: Int32 = -1) {
         do {
             sock = try Socket.bindUDP(host: "127.0.0.1", port: 0)
             port = try Socket.boundPort(sock)
         } catch { fatalError("rx bench: \(error)") }
-        sink = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        sink = outputFD >= 0 ? fcntl(outputFD, F_DUPFD_CLOEXEC, 0) : open("/dev/null", O_WRONLY | O_CLOEXEC)
         do { raw = try RawLoop(socket: sock, output: sink, realtimePriority: rtPriority, recordFD: recordFd) }
         catch { fatalError("rx bench: \(error)") }
         precondition(raw.start(wait: 2), "io_uring unavailable")

@@ -336,6 +336,32 @@ extension VMSuite {
                 #expect(adapter.stats.backend == "x11" && adapter.stats.failedBatches == 0, "\(adapter.stats)")
             }
 
+            // The command as a person runs it in an X11 session: auto picks
+            // XTest and says so; a swipe lands exactly where the receiver's
+            // totals say.
+            do {
+                let c = try PairedConfigs(label: "x11-cli")
+                defer { c.remove() }
+                let port = try freePort()
+                let env = ["DISPLAY": x.display, "XDG_SESSION_TYPE": "x11"]
+                let rx = try CLIProcess(["receive", "--listen", "127.0.0.1:\(port)", "--no-announce", "--seconds", "60"],
+                                        configDir: c.receiver, log: c.log("rx"), environment: env)
+                let out = try #require(rx.line("output: ", timeout: 30), "\(rx.output)")
+                #expect(out.hasPrefix("output: x11 (auto: an X11 session") && out.contains("XTest"), "\(out)")
+                try x.warp(300, 300)
+                let tx = try CLIProcess(["send", "--to", "127.0.0.1:\(port)", "--gesture", "swipe", "--size", "150",
+                                         "--seconds", "1"], configDir: c.sender, log: c.log("tx"))
+                #expect(tx.wait(upTo: 30) == 0, "\(tx.output)")
+                usleep(300_000)
+                rx.signal(SIGINT)
+                #expect(rx.wait(upTo: 20) == 0, "\(rx.output)")
+                let final = try #require(rx.output.split(separator: "\n").first { $0.hasPrefix("final:") }.map(String.init))
+                let dx = CLIProcess.field("dx", in: final) ?? 0, dy = CLIProcess.field("dy", in: final) ?? 0
+                #expect(dx != 0, "\(final)")
+                let at = try x.pointer()
+                #expect(at.x == 300 + Int(dx) && at.y == 300 + Int(dy), "cursor \(at), receiver totals \(dx), \(dy)")
+            }
+
             // uinput under the same server: accelerated, then flat.
             let rig = try DesktopRig(output: .uinput(name: PointerDevice.defaultName))
             try #require(eventually(20) { x.hasDevice(PointerDevice.defaultName) }, "Xorg never added the pointer")
