@@ -83,7 +83,7 @@ public enum DesktopAcceleration {
             Identifier "Remolo pointer: flat acceleration"
             MatchProduct "\(name)"
             MatchIsPointer "on"
-                    Option "AccelProfile" "flat"
+            Option "AccelProfile" "flat"
         EndSection
 
         """
