@@ -109,7 +109,7 @@ public struct OutputPlan: Sendable, Equatable {
         case .x11:
             order.append(.x11)
         case .none:
-            skipped.append("no graphical session")
+            break
         }
         order.append(.uinput)
         return OutputPlan(order: order, skipped: skipped)
