@@ -39,6 +39,11 @@ let package = Package(
         // links both libraries and the headers are in /usr/include.
         .systemLibrary(name: "CAvahi", path: "CSources/CAvahi",
                        providers: [.apt(["libavahi-client-dev"])]),
+        // X11 output (remolo receive --output x11): XTest for motion, buttons,
+        // wheel and keys, XInput 2 for the uinput pointer's acceleration
+        // property. Linked by the output adapter only, never by RemoloCore.
+        .systemLibrary(name: "CXTest", path: "CSources/CXTest", pkgConfig: "xtst",
+                       providers: [.apt(["libxtst-dev", "libxi-dev", "libx11-dev"])]),
 
         // The hot path: playout core, datagram crypto, io_uring receive, uinput output.
         .target(
@@ -72,7 +77,7 @@ let package = Package(
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
         .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
         .target(name: "RemoloTrace", path: "Sources/RemoloTrace"),
-        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium", "CEvdev", "CXkbcommon", "CDRM"],
+        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium", "CEvdev", "CXkbcommon", "CDRM", "CXTest"],
                 path: "Sources/Remolo"),
         .target(name: "RemoloLab", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloCore"],
                 path: "Sources/RemoloLab", exclude: ["RESULTS.md", "figures"]),

@@ -44,13 +44,14 @@ final class BenchLoop {
     /// - rtPriority: SCHED_FIFO on the loop thread (0: off).
     /// - recordFd: the write end of a non-blocking pipe for arrival records (-1: off).
     /// - drain: the drain timer's rate.
-    /// - output: where the frames go (a dup is kept; default /dev/null).
+    /// - output: where the frames go (an output adapter's pipe, a test's sink); a copy
+    ///   is taken. nil: /dev/null.
     init(rtPriority: Int32 = 0, recordFd: Int32 = -1, output: Int32? = nil, drain: DrainRate = .default) {
         do {
             sock = try Socket.bindUDP(host: "127.0.0.1", port: 0)
             port = try Socket.boundPort(sock)
         } catch { fatalError("rx bench: \(error)") }
-        sink = output.map { dup($0) } ?? open("/dev/null", O_WRONLY | O_CLOEXEC)
+        sink = output.map { fcntl($0, F_DUPFD_CLOEXEC, 0) } ?? open("/dev/null", O_WRONLY | O_CLOEXEC)
         do { raw = try RawLoop(socket: sock, output: sink, realtimePriority: rtPriority, recordFD: recordFd, drain: drain) }
         catch { fatalError("rx bench: \(error)") }
         precondition(raw.start(wait: 2), "io_uring unavailable")

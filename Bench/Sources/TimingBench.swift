@@ -1,5 +1,6 @@
 import BenchSupport
 import Foundation
+import Remolo
 import RemoloCore
 import RemoloSystem
 import RemoloWeb
@@ -20,6 +21,14 @@ import RemoloWeb
 //   rx.tick_late_us.rt.*         both again under SCHED_FIFO (remolo receive
 //                                --rt); NaN with the reason on stderr when
 //                                the policy is refused
+//   rx.tick_late_us.adapter.*    the same with the frames going to an
+//                                output adapter's pipe (--output x11's
+//                                path) whose backend answers at once, and
+//   rx.tick_late_us.adapter_stalled.*  whose backend takes 200 ms per call
+//                                (an X server or D-Bus peer that stalls);
+//                                rx.adapter_stalled.failed_writes counts the
+//                                loop's writes the full pipe refused (0: the
+//                                pipe held every stall)
 //   rx.due_to_write_us.p50/.p99  from when a segment (or button) first fell
 //                                due to the return of the write() that let
 //                                it out (rx_stats.due_write_hist)
@@ -39,6 +48,7 @@ import RemoloWeb
 //                                port; from the client's SSL_write call
 func timingBenches() -> [BenchCase] {
     [BenchCase(name: "rx.tick_late_us", reports: ["rx.due_to_write_us"]) { s in tickBench(s) },
+     BenchCase(name: "rx.tick_late_us.adapter", reports: ["rx.adapter_stalled"]) { s in adapterTickBench(s) },
      BenchCase(name: "frame_to_open_us", reports: ["udp.frame_to_open_us", "web.frame_to_open_us"]) { s in frameToOpenBench(s) },
      BenchCase(name: "rx.idle_wakeups_per_s") { s in idleWakeupsBench(s) }]
 }
@@ -268,4 +278,49 @@ private func webTrips(loop: BenchLoop, seconds: Double, records: Int32, counter:
 struct BenchFailure: Error, CustomStringConvertible {
     let description: String
     init(_ d: String) { description = d }
+}
+
+/// An output backend that only counts, after `stallUs` in every call.
+private final class StallingBackend: OutputBackend {
+    let name = "bench"
+    let stallUs: UInt32
+    init(stallUs: UInt32) { self.stallUs = stallUs }
+    func apply(_ batch: OutputBatch) throws(OutputBackendError) { if stallUs > 0 { usleep(stallUs) } }
+    func releaseAll() {}
+}
+
+/// The loop's tick lateness with its frames going through an output
+/// adapter, once with a backend that answers at once and once with one that
+/// stalls 200 ms in every call: the drain must not notice the difference.
+private func adapterTickBench(_ settings: BenchSettings) -> [BenchResult] {
+    precondition(wire_crypto_init() == 0)
+    let seconds = settings.quick ? 0.5 : 3.0
+    var out: [BenchResult] = []
+    for (name, stall) in [("rx.tick_late_us.adapter", UInt32(0)), ("rx.tick_late_us.adapter_stalled", UInt32(200_000))] {
+        let adapter: OutputAdapter
+        do {
+            adapter = try OutputAdapter(make: { () throws(OutputBackendError) -> any OutputBackend in
+                StallingBackend(stallUs: stall)
+            })
+        } catch { fatalError("adapter bench: \(error)") }
+        let loop = BenchLoop(output: adapter.writeFD)
+        let tx = udpTo(loop.port)
+        let before = loop.stats
+        var counter: UInt64 = 0
+        _ = pacedMotion(seconds: seconds, seed: stall == 0 ? 7 : 8, counter: &counter) { send(tx, $0.baseAddress, $0.count, 0) == $0.count }
+        usleep(20_000)
+        let after = loop.stats
+        close(tx)
+        let tick = Histogram(words: after.tick_late_hist) - Histogram(words: before.tick_late_hist)
+        precondition(after.opened > before.opened && tick.total > 0, "adapter bench: the loop saw no motion")
+        out += [BenchResult(name: name + ".p50", value: tick.quantile(0.5), unit: "us"),
+                BenchResult(name: name + ".p99", value: tick.quantile(0.99), unit: "us")]
+        if stall > 0 {
+            out.append(BenchResult(name: "rx.adapter_stalled.failed_writes",
+                                   value: Double(after.write_errors - before.write_errors), unit: "writes"))
+        }
+        withExtendedLifetime(loop) {}
+        adapter.finish()
+    }
+    return out
 }

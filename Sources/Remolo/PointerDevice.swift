@@ -56,6 +56,9 @@ public final class PointerDevice {
     let dev: UnsafeMutablePointer<ptrdev>
     /// The evdev node the kernel made for the device, /dev/input/eventN.
     public let devnode: String
+    /// What keeps the fd of fd mode open (an output adapter): released only
+    /// after deinit's last write to it.
+    private var owner: AnyObject?
 
     /// The default device name, "Remolo pointer".
     public static let defaultName = REMOLO_PTRDEV_NAME
@@ -79,8 +82,9 @@ public final class PointerDevice {
     /// The same device over a descriptor the caller owns and keeps open
     /// while the device lives: the same frames and button bookkeeping, no
     /// uinput (the receive loop's `.fileDescriptor` output). `devnode` is
-    /// `/dev/fd/N`.
-    package init(fileDescriptor fd: Int32) throws(PointerDeviceError) {
+    /// `/dev/fd/N`. `owner`, when given, is what keeps `fd` open (an output
+    /// adapter): the device holds it until after its own last write.
+    package init(fileDescriptor fd: Int32, keeping owner: AnyObject? = nil) throws(PointerDeviceError) {
         let d = UnsafeMutablePointer<ptrdev>.allocate(capacity: 1)
         let r = ptrdev_init_fd(d, fd)
         guard r == 0 else {
@@ -89,6 +93,7 @@ public final class PointerDevice {
         }
         devnode = "/dev/fd/\(fd)"
         dev = d
+        self.owner = owner
     }
 
     deinit {

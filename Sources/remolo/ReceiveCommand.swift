@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import RemoloSession
 import RemoloSystem
 import Remolo
@@ -6,7 +7,8 @@ import RemoloWeb
 import RemoloDiscovery
 
 // remolo receive: the receiver. TCP control and UDP datagrams on one port;
-// the pointer moves through a uinput device.
+// the pointer moves through a uinput device, or through XTest on an X11
+// session (--output; docs/desktop.md).
 
 let defaultPort: UInt16 = 7420
 
@@ -17,8 +19,8 @@ let defaultListenHost = Socket.ipv6Available ? "::" : "0.0.0.0"
 
 let receiveUsage = """
 usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--keyboard allow|deny] [--rt PRIORITY]
-                      [--name NAME] [--sink FILE] [--seconds N] [--record-arrivals FILE]
-                      [--web [ADDR:]PORT] [--no-announce] [--keymap LAYOUT[:VARIANT]] [--no-keyboard]
+                      [--output uinput|x11|portal|auto] [--name NAME] [--sink FILE] [--seconds N]
+                      [--record-arrivals FILE] [--web [ADDR:]PORT] [--no-announce] [--keymap LAYOUT[:VARIANT]] [--no-keyboard]
                       [--drain-hz auto|HZ]
 
   --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
@@ -42,6 +44,17 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
               WebSocket. The self-signed certificate is made on first use
               (web-cert.pem, web-key.pem in the config directory)
   --rt        run the drain loop SCHED_FIFO at PRIORITY (1-99; needs CAP_SYS_NICE)
+  --output    where the pointer moves (default auto; docs/desktop.md):
+              uinput  a virtual mouse (/dev/uinput): consoles, login screens,
+                      services, games reading evdev. A desktop's libinput
+                      accelerates it a second time unless its profile is
+                      flat: the receiver says so, and sets it flat where it
+                      can for this device alone (sway, KDE Plasma, X11)
+              x11     XTest on $DISPLAY: not accelerated; falls back to
+                      uinput if the X server goes away
+              portal  the RemoteDesktop portal (Wayland): not built yet
+              auto    portal on a Wayland session that offers it, x11 on an
+                      X11 session with XTest, else uinput; one line says which
   --name      the pointer device's name (default "\(PointerDevice.defaultName)")
   --sink FILE write the pointer's evdev frames (struct input_event, one
               write per drain tick) to FILE instead of a uinput device:
@@ -71,8 +84,9 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
               keeps 480 Hz, saying why, when it cannot; HZ sets it, from
               \(DrainRate.minHz) to \(DrainRate.maxHz) (docs/drain-rate.md)
 
-Senders must be paired first (remolo pair, or --pair here). Needs /dev/uinput
-(modprobe uinput, plus a udev rule for non-root users) and io_uring. Options
+Senders must be paired first (remolo pair, or --pair here). Needs io_uring, and
+/dev/uinput for the uinput output (modprobe uinput, plus a udev rule for
+non-root users). Options
 may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
 (`listen = :7420`, `stats-json = true`); the command line wins.
 """
@@ -93,6 +107,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var sinkPath: String?
     var webArg: String?
     var drainArg = "auto"
+    var outputKind = OutputKind.auto
     // The config file's options first: the command line's come later and win.
     var o = Options(receiveConfigWords(args) + args, usage: receiveUsage)
     while let flag = o.next() {
@@ -104,6 +119,12 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         case "--keyboard": keyboard = o.keyboardRight()
         case "--rt": rt = o.int(in: 1...99)
         case "--name": name = o.value()
+        case "--output":
+            let v = o.value()
+            guard let k = OutputKind(rawValue: v) else {
+                fail("--output takes \(OutputKind.allCases.map(\.rawValue).joined(separator: ", ")), not '\(v)'")
+            }
+            outputKind = k
         case "--seconds": seconds = o.double(in: 0.001...1e9)
         case "--record-arrivals": recordPath = o.value()
         case "--sink": sinkPath = o.value()
@@ -135,10 +156,26 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     }
 
     var output = ReceiverOutput.uinput(name: name)
+    let session = DesktopSession()
+    let stopReason = StopReason()
+    var outputLine = ""
     if let path = sinkPath {
+        if outputKind != .auto && outputKind != .uinput {
+            fail("--sink writes the frames to a file instead of any output: leave out --output \(outputKind.rawValue)")
+        }
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { fail("--sink \(path): \(String(cString: strerror(errno))); pick a writable path", code: 1) }
         output = .fileDescriptor(fd)
+    } else {
+        (output, outputLine) = chooseOutput(outputKind, session: session, name: name, stopReason: stopReason)
+    }
+    if !typing {
+        // --no-keyboard: no "Remolo keyboard" device either.
+        switch output {
+        case .uinput(let n, _): output = .uinput(name: n, keyboard: false)
+        case .fileDescriptor(let fd, _): output = .fileDescriptor(fd, keyboard: false)
+        case .adapter: break   // refused keys never reach it
+        }
     }
     let keymap = typing ? loadKeymap(keymapArg) : nil
     let rx: Receiver
@@ -158,10 +195,20 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     } catch {
         fail("\(error)", code: 1)
     }
-    say("receiver \(identity.fingerprint) listening on \(formatHostPort(host, rx.port)) (tcp+udp), "
-          + (sinkPath.map { "frames to \($0)" } ?? "pointer \(rx.loop.devnode ?? "?")"))
+    let target = sinkPath.map { "frames to \($0)" } ?? rx.loop.devnode.map { "pointer \($0)" }
+        ?? "XTest on \(session.xDisplay ?? "?")"
+    say("receiver \(identity.fingerprint) listening on \(formatHostPort(host, rx.port)) (tcp+udp), \(target)")
+    if sinkPath == nil { say("output: \(outputLine)") }
     say(drain.line)
     say(rx.receiveBuffer.description)
+    if let node = rx.loop.devnode, session.desktop != .none {
+        // Off the start-up path: the desktop takes the device a moment
+        // after uinput made it, and asking it may take a few seconds.
+        let id = PointerIdentity(name: name, devnode: node)
+        let t = Thread { if let line = DesktopAcceleration.settle(session, id) { say(line) } }
+        t.name = "remolo-desktop"
+        t.start()
+    }
     if rt > 0 && !rx.stats.realtime {
         say("note: SCHED_FIFO not granted (needs CAP_SYS_NICE); running with the default policy")
     }
@@ -236,6 +283,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     announcer?.stop()
     bridge?.stop()
     rx.stop()
+    if let why = stopReason.value { fail(why, code: 1) }
     if let b = bridge { say("web: \(b.stats.json)") }
     say(statsJSON ? rx.statsJSON : "final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
     if let r = recorder { say(r.summary) }
@@ -303,5 +351,61 @@ func startAnnouncing(identity: Identity, host: String, port: UInt16) -> Announce
     } catch {
         say("note: \(error), so this receiver is not announced on the LAN; senders need --to HOST:PORT")
         return nil
+    }
+}
+
+/// Why the receiver must stop on its own (its output was lost with no way
+/// on): set from the output adapter's thread, read once the loop is down.
+final class StopReason: Sendable {
+    private let reason = Mutex<String?>(nil)
+    var value: String? { reason.withLock { $0 } }
+
+    /// Records the reason and asks the main thread to stop (it waits for
+    /// SIGTERM in sigwait/sigtimedwait).
+    func stop(_ why: String) {
+        reason.withLock { $0 = $0 ?? why }
+        kill(getpid(), SIGTERM)
+    }
+}
+
+/// The receive loop's output for `--output`, and the line that says what
+/// was chosen and why. Exits with a message when the output asked for
+/// cannot be used.
+func chooseOutput(_ kind: OutputKind, session: DesktopSession, name: String,
+                  stopReason: StopReason) -> (ReceiverOutput, String) {
+    func x11() throws(OutputBackendError) -> OutputAdapter {
+        try OutputAdapter(make: { () throws(OutputBackendError) -> any OutputBackend in try X11Backend() },
+                          fallback: { () throws(OutputBackendError) -> any OutputBackend in try UinputBackend(name: name) },
+                          onEvent: { say($0) },
+                          onStop: { stopReason.stop($0) })
+    }
+    let xtest = "XTest on \(session.xDisplay ?? "?"): not accelerated"
+    switch kind {
+    case .uinput:
+        return (.uinput(name: name), "uinput (asked for)")
+    case .x11:
+        do { return (.adapter(try x11()), "x11, " + xtest) } catch {
+            fail("--output x11: \(error.message)", code: 1)
+        }
+    case .portal:
+        fail("--output portal: the RemoteDesktop portal output is not built yet; use --output auto (x11 on an "
+             + "X11 session, else uinput) or --output uinput with the flat acceleration profile (docs/desktop.md)",
+             code: 1)
+    case .auto:
+        let plan = OutputPlan.auto(for: session)
+        var why = ["\(session)"] + plan.skipped
+        for k in plan.order {
+            switch k {
+            case .x11:
+                do { return (.adapter(try x11()), "x11 (auto: \(session), \(xtest))") } catch {
+                    why.append("x11 unusable: \(error.message)")
+                }
+            case .uinput:
+                return (.uinput(name: name), "uinput (auto: " + why.joined(separator: "; ") + ")")
+            case .portal, .auto:
+                continue
+            }
+        }
+        return (.uinput(name: name), "uinput (auto: " + why.joined(separator: "; ") + ")")
     }
 }

@@ -152,6 +152,18 @@
 #define REMOLO_MAX_MOTION_Q8     (1024 * REMOLO_Q8_ONE)
 #define REMOLO_MAX_SCROLL_Q8     (10 * REMOLO_HIRES_PER_NOTCH * REMOLO_Q8_ONE)
 
+/*
+ * Output through an adapter (remolo receive --output x11): the drain writes
+ * its frames into a non-blocking pipe and a thread of the adapter's own
+ * turns them into calls (XTest, D-Bus), so a peer that stalls costs frames
+ * only after the pipe is full, never a late tick. The pipe holds
+ * REMOLO_OUTPUT_STALL_MS of full frames at 480 Hz several times over
+ * (asserted in remolo_ptrdev.h, where a frame's size is known); a pipe's
+ * size is a power-of-two number of pages (fcntl F_SETPIPE_SZ, pipe(7)).
+ */
+#define REMOLO_OUTPUT_STALL_MS   200u
+#define REMOLO_OUTPUT_PIPE_BYTES 262144u
+
 _Static_assert((REMOLO_WINDOW_MAX & (REMOLO_WINDOW_MAX - 1)) == 0, "window ring: power of two");
 _Static_assert(REMOLO_WINDOW <= REMOLO_WINDOW_MAX, "window fits its ring");
 _Static_assert((REMOLO_SEGQ_CAP & (REMOLO_SEGQ_CAP - 1)) == 0, "segment ring: power of two");
@@ -170,6 +182,8 @@ _Static_assert(REMOLO_DEFAULT_DELAY_MIN_US <= REMOLO_DEFAULT_DELAY_START_US &&
 _Static_assert(REMOLO_KEEP_MAX_US < REMOLO_STEP_RESET_US, "a clock step re-anchors before it rebases");
 _Static_assert(REMOLO_SLEW_PERMILLE <= 1000 && REMOLO_CATCHUP_PERMILLE <= 1000, "stretch rates are fractions");
 _Static_assert((REMOLO_RX_BUFS & (REMOLO_RX_BUFS - 1)) == 0, "buffer ring: power of two");
+_Static_assert((REMOLO_OUTPUT_PIPE_BYTES & (REMOLO_OUTPUT_PIPE_BYTES - 1)) == 0,
+	       "output pipe: a power of two");
 _Static_assert(REMOLO_RX_BUFS <= 32768, "buffer ring entries: kernel limit 32768");
 _Static_assert(REMOLO_HIST_LINEAR == 2 * REMOLO_HIST_SUB && REMOLO_HIST_SUB == 4,
                "histogram: the linear part ends where the first 4-bucket octave begins");

@@ -41,6 +41,12 @@ _Static_assert(REMOLO_PTRDEV_FRAME_MAX >=
 	       REMOLO_PTRDEV_AXES + 2 * (sizeof(((struct playout_out *)0)->btn) /
 					 sizeof(((struct playout_out *)0)->btn[0])),
 	       "a full playout_out frame fits in one write");
+/* The output adapter's pipe takes REMOLO_OUTPUT_STALL_MS of frames, each as
+ * large as a frame can be (remolo_limits.h). */
+_Static_assert((unsigned long long)REMOLO_OUTPUT_PIPE_BYTES >=
+	       (unsigned long long)REMOLO_OUTPUT_STALL_MS * REMOLO_TICK_HZ / 1000u *
+	       REMOLO_PTRDEV_FRAME_MAX * sizeof(struct input_event),
+	       "the output pipe holds a stalled adapter's frames");
 /* Held buttons are a bit mask over the playout's button range. */
 _Static_assert(PLAYOUT_BTN_COUNT <= 8, "button mask is 8 bits");
 

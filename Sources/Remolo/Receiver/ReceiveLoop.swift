@@ -18,6 +18,8 @@ public final class ReceiveLoop: @unchecked Sendable {
     private let raw: RawLoop
     private let isUinput: Bool
     private let recorder: ArrivalRecorder?
+    /// The adapter the loop writes to, finished after the loop stops.
+    private let adapter: OutputAdapter?
     /// The UDP socket's local port.
     public let port: UInt16
     /// The drain timer's rate.
@@ -74,8 +76,14 @@ public final class ReceiveLoop: @unchecked Sendable {
         case .fileDescriptor(let fd, let keyboard):
             dev = try PointerDevice(fileDescriptor: fd)
             if keyboard { kbd = try KeyboardDevice(fileDescriptor: fd) }
+        case .adapter(let a):
+            // The keyboard's frames go through the adapter too: a backend
+            // that injects keys (XTest) types them.
+            dev = try PointerDevice(fileDescriptor: a.writeFD, keeping: a)
+            kbd = try KeyboardDevice(fileDescriptor: a.writeFD)
         }
         keyboardError = kbdError
+        if case .adapter(let a) = output { adapter = a } else { adapter = nil }
         if case .uinput = output { isUinput = true } else { isUinput = false }
         do { port = try Socket.boundPort(socket) } catch {
             throw ReceiverError("the UDP socket is not usable: \(error)")
@@ -258,6 +266,14 @@ public final class ReceiveLoop: @unchecked Sendable {
         let first = stopped.withLock { s -> Bool in defer { s = true }; return !s }
         guard first else { return }
         raw.stop()
+        if let a = adapter {
+            // The loop's flush released every session's buttons into the
+            // pipe; a release it could not write (the pipe full) goes now,
+            // then the adapter delivers the rest and lets go of everything.
+            _ = try? raw.device.releaseAll()
+            _ = try? raw.keyboard?.releaseAll()
+            a.finish()
+        }
         // The loop writes no more records: the recorder drains what is left.
         if let r = recorder {
             let s = stats

@@ -49,4 +49,9 @@ public enum ReceiverOutput: Sendable {
     /// same descriptor, each its own write. For tests and tools; the caller
     /// owns the descriptor. This is not a pointer device.
     case fileDescriptor(Int32, keyboard: Bool = true)
+    /// An output adapter's pipe: the same frames, the keyboard's included,
+    /// turned into a backend's calls (XTest, ...) on the adapter's thread.
+    /// The loop owns the adapter from here on: stopping the loop finishes it
+    /// (its pipe drained, every key and button it holds released).
+    case adapter(OutputAdapter)
 }

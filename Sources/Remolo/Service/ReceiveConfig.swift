@@ -33,6 +33,7 @@ public enum ReceiveConfig {
         Key(name: "pair", takesValue: false, example: "false"),
         Key(name: "keyboard", takesValue: true, example: "allow"),
         Key(name: "rt", takesValue: true, example: "50"),
+        Key(name: "output", takesValue: true, example: "auto"),
         Key(name: "name", takesValue: true, example: "Remolo pointer"),
         Key(name: "sink", takesValue: true, example: "/var/lib/remolo/frames"),
         Key(name: "seconds", takesValue: true, example: "3600"),
