@@ -20,7 +20,7 @@ public func senderClockUs() -> UInt64 { MonotonicClock.nowUs() }
 public struct SenderError: Error, Equatable, CustomStringConvertible, Sendable {
     public let message: String
     public var description: String { message }
-    init(_ message: String) { self.message = message }
+    public init(_ message: String) { self.message = message }
 }
 
 /// What a sender has sent.

@@ -11,6 +11,7 @@ import RemoloTrace
 import RemoloSession
 import RemoloSystem
 import Synchronization
+internal import RemoloCore
 
 public struct DemoOptions: Sendable {
     public var scenario: Scenario = .s2
@@ -45,9 +46,19 @@ public struct DemoReport: Sendable {
     /// What did not add up; empty when the run worked end to end.
     public var problems: [String]
     public var svgPath: String?
+    /// The line the sender typed, and what the receiver's keyboard typed:
+    /// its key events read back through the same layout.
+    public var typed: String
+    public var arrived: String
+    public var keyEvents: Int
+    /// "keyboard /dev/input/eventN" or "recording sink".
+    public var keyboard: String
 }
 
 public enum Demo {
+    /// What the demo types once the gesture is done (layout us).
+    public static let line = "Hello from Remolo! 123 @#"
+
     /// Runs the demo; `status` is called about four times a second.
     public static func run(_ o: DemoOptions, status: (DemoStatus) -> Void = { _ in }) throws -> DemoReport {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("remolo-demo-\(getpid())").path
@@ -57,13 +68,16 @@ public enum Demo {
         let trust = try ReceiverTrust(identity: rxID, directory: rxDir)
         let recorder = try ArrivalRecorder(path: root + "/arrivals.csv")
 
+        // Typed text goes through the us layout, so that what the keyboard
+        // typed can be read back the same way on any machine.
+        let keymap = try Keymap(.us)
         // A real pointer when the kernel gives one; else the same frames into a file.
         var rx: Receiver?
         var output = ""
         if o.uinput {
             do {
                 let r = try Receiver(host: "127.0.0.1", port: 0, trust: trust, output: .uinput(name: "Remolo demo"),
-                                     recordArrivals: recorder)
+                                     recordArrivals: recorder, keyboard: ReceiverKeyboard(keymap: keymap))
                 output = "uinput pointer \(r.loop.devnode ?? "?")"
                 rx = r
             } catch is PointerDeviceError {
@@ -76,7 +90,7 @@ public enum Demo {
             sinkFD = open(sinkPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             guard sinkFD >= 0 else { throw SystemError.current("open \(sinkPath)") }
             rx = try Receiver(host: "127.0.0.1", port: 0, trust: trust, output: .fileDescriptor(sinkFD),
-                              recordArrivals: recorder)
+                              recordArrivals: recorder, keyboard: ReceiverKeyboard(keymap: keymap))
             output = "recording sink (no uinput device could be made here)"
         }
         guard let receiver = rx else { throw LabError("the receiver did not start") }
@@ -91,7 +105,12 @@ public enum Demo {
         // Real pairing: the receiver's code, the sender's XXpsk3 handshake.
         let code = try trust.pairing.issue()
         let tx = try Sender.pair(host: "127.0.0.1", port: receiver.port, identity: txID, code: code,
-                                 directory: txDir, label: "demo", datagramsTo: ("127.0.0.1", relay.listenPort))
+                                 directory: txDir, label: "demo", datagramsTo: ("127.0.0.1", relay.listenPort),
+                                 keyboard: true)
+        // The keyboard device's own node, read from before the line is typed.
+        let kbdNode = receiver.loop.keyboardDevnode
+        let kbdFD = kbdNode.map { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) } ?? -1
+        defer { if kbdFD >= 0 { close(kbdFD) } }
         let sendError = Mutex<String?>(nil)
         let sent = Mutex(SenderStats())
         let sending = DispatchSemaphore(value: 0)
@@ -99,7 +118,12 @@ public enum Demo {
         nonisolated(unsafe) let sender = tx
         let t = Thread {
             var g = SyntheticGesture(.circle, size: 150)
-            do { try sender.run(&g, seconds: seconds) } catch { sendError.withLock { $0 = "\(error)" } }
+            do {
+                try sender.run(&g, seconds: seconds)
+                if !(try sender.type(Demo.line, at: senderClockUs())) {
+                    sendError.withLock { $0 = "the receiver did not take keys: \(sender.receiverHello?.keyboard.description ?? "no hello")" }
+                }
+            } catch { sendError.withLock { $0 = "\(error)" } }
             sent.withLock { $0 = sender.stats }
             sending.signal()
         }
@@ -140,6 +164,13 @@ public enum Demo {
         // the pointer moved by exactly what arrived.
         let st = receiver.stats, rs = relay.stats, s = sent.withLock { $0 }
         var problems: [String] = []
+        // What the keyboard typed: its key events, from the device's node or
+        // from the sink (keyboard frames share it), read back through us.
+        let keys = kbdFD >= 0 ? Self.keyEvents(fd: kbdFD) : (try? Self.keyEvents(file: sinkPath)) ?? []
+        let arrived = keymap.text(typedBy: keys)
+        if arrived != Demo.line {
+            problems.append("typed \(Demo.line.debugDescription) but the keyboard typed \(arrived.debugDescription) (\(keys.count) key events)")
+        }
         if let e = sendError.withLock({ $0 }) { problems.append("the sender failed: \(e)") }
         let datagrams = Int(s.motionDatagrams + s.heartbeats)
         if datagrams == 0 { problems.append("nothing was sent") }
@@ -153,6 +184,38 @@ public enum Demo {
             problems.append("the pointer moved \(st.totalDX),\(st.totalDY) px for \(arrivedX),\(arrivedY) Q8 that arrived")
         }
         return DemoReport(output: output, sent: s, relay: rs, received: st, rows: rows, recordedRows: recorder.rows,
-                          problems: problems, svgPath: svg)
+                          problems: problems, svgPath: svg, typed: Demo.line, arrived: arrived, keyEvents: keys.count,
+                          keyboard: kbdNode.map { "keyboard \($0)" } ?? "recording sink")
+    }
+
+    /// The keyboard keys (KEY_* codes, below BTN_MISC) in a run of struct
+    /// input_event records, repeats left out.
+    static func keyEvents(in bytes: [UInt8]) -> [KeyStroke] {
+        let size = MemoryLayout<input_event>.size
+        var out: [KeyStroke] = []
+        bytes.withUnsafeBytes { raw in
+            for off in stride(from: 0, through: raw.count - size, by: size) {
+                let e = raw.loadUnaligned(fromByteOffset: off, as: input_event.self)
+                if e.type == 1, e.code < 0x100, e.value == 0 || e.value == 1 {
+                    out.append(KeyStroke(code: e.code, down: e.value == 1))
+                }
+            }
+        }
+        return out
+    }
+
+    static func keyEvents(file path: String) throws -> [KeyStroke] {
+        keyEvents(in: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
+    }
+
+    static func keyEvents(fd: Int32) -> [KeyStroke] {
+        var bytes: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buf, buf.count)
+            guard n > 0 else { break }
+            bytes += buf[0..<n]
+        }
+        return keyEvents(in: bytes)
     }
 }

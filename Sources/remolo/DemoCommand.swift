@@ -13,7 +13,8 @@ datagrams over loopback UDP through a relay that delays, clumps and loses
 them as the scenario's Wi-Fi would, the pointer moved through uinput when a
 device can be made (else into a recording sink, said so). Then the lab's
 scores for this run beside on-arrival playout of the same arrivals, and a
-plot of cursor speed for both. Exit status 0 only if the run worked end to
+plot of cursor speed for both. Then the sender types a line, and the demo
+reads back what the receiver's keyboard typed. Exit status 0 only if the run worked end to
 end (everything sent was relayed, opened, recorded and played).
 
   --scenario  S1 quiet home .. S7 clocks (default S2, the office)
@@ -61,6 +62,8 @@ end (everything sent was relayed, opened, recorded and played).
     say("this run's arrivals, scored by the lab (default = what the receiver played; arrival = on-arrival playout):")
     print(tableText(report.rows), terminator: "")
     if let svg = report.svgPath { say("cursor speed, both playouts: \(svg)") }
+    say("typed \(report.typed.debugDescription): the receiver's \(report.keyboard) typed "
+        + "\(report.arrived.debugDescription) (\(report.keyEvents) key events, layout us)")
     if !report.problems.isEmpty {
         for p in report.problems { FileHandle.standardError.write(Data("remolo demo: \(p)\n".utf8)) }
         fail("the run did not work end to end", code: 1)

@@ -11,6 +11,7 @@ import RemoloDiscovery
 let sendUsage = """
 usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
                    [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect] [--over udp|tcp]
+                   [--type TEXT]
        remolo send [--to HOST:PORT] --device PATH|auto [--grab [--keyboard PATH|auto]]
                    [--accel A] [--pointer-speed S] [--scroll-speed S]
                    [--no-natural-scroll] [--no-tap] [--frame-hz HZ]
@@ -24,7 +25,10 @@ usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
   --pair      pair first with the code the receiver printed; then send
   --gesture   circle (default), swipe (a drag with the left button) or idle
               (heartbeats only)
-  --seconds   how long (default 3; 0 with --pair: pair only)
+  --seconds   how long (default 3; 0 with --pair: pair only, or type only)
+  --type TEXT after the gesture, type TEXT on the receiver (in the
+              receiver's keyboard layout; \\n is Enter, \\t is Tab); exit
+              status 1 when the receiver does not take keys from this sender
   --size      circle radius / swipe length in pixels (default 200)
   --rate      frames per second, at most 120 (default 120)
   --over      udp (default): datagrams, and motion in the control channel
@@ -86,6 +90,7 @@ the connection or says bye ends the session, and the sender says why.
     var run = DeviceRunOptions()
     var touchOptions: [(inout TouchpadConfig) -> Void] = []
     var gestureGiven = false, secondsGiven = false
+    var typeText: String?
     var o = Options(args, usage: sendUsage)
     while let flag = o.next() {
         switch flag {
@@ -102,6 +107,7 @@ the connection or says bye ends the session, and the sender says why.
             shape = s
             gestureGiven = true
         case "--seconds": seconds = o.double(in: 0...86_400); secondsGiven = true
+        case "--type": typeText = o.value().replacingOccurrences(of: "\\n", with: "\n").replacingOccurrences(of: "\\t", with: "\t")
         case "--device": device = o.value()
         case "--grab": run.grab = true
         case "--keyboard":
@@ -131,6 +137,7 @@ the connection or says bye ends the session, and the sender says why.
         default: o.unknown()
         }
     }
+    if device != nil && typeText != nil { fail("--type goes with a gesture, not --device: a device run forwards a keyboard with --keyboard") }
     if device != nil && gestureGiven { fail("--device and --gesture exclude each other: send a device's input or a synthetic gesture") }
     if device == nil && run.grab { fail("--grab needs --device PATH|auto") }
     if run.keyboard != nil && (device == nil || !run.grab) {
@@ -152,7 +159,7 @@ the connection or says bye ends the session, and the sender says why.
     do {
         if let code {
             tx = try Sender.pair(host: host, port: port, identity: identity, code: code,
-                                 directory: dir, label: label, keyboard: run.keyboard != nil)
+                                 directory: dir, label: label, keyboard: run.keyboard != nil || typeText != nil)
             say("paired with receiver \(tx.channel.peer.fingerprint)")
         } else {
             // A missing file is an empty list; an unreadable one is an error
@@ -168,7 +175,8 @@ the connection or says bye ends the session, and the sender says why.
             // With --keyboard the device run says whether the receiver
             // takes keys, and why not, once.
             tx = try Sender.connect(host: host, port: port, identity: identity, receiver: receiver,
-                                    keyboard: run.keyboard != nil)
+                                    keyboard: run.keyboard != nil || typeText != nil,
+                                    log: { say("remolo: \($0)") })
         }
     } catch {
         fail("\(error)", code: 1)
@@ -190,6 +198,16 @@ the connection or says bye ends the session, and the sender says why.
         if seconds > 0 {
             try tx.run(&gesture, seconds: seconds, rate: rate, reconnect: reconnect, over: transport,
                        onEvent: { say("remolo: \($0)") })
+        }
+        if let text = typeText {
+            guard try tx.type(text, at: senderClockUs()) else {
+                throw SenderError("--type: the receiver does not take keys from this sender: "
+                                  + (tx.receiverHello?.keyboard.description ?? "it is an older version"))
+            }
+            // The receiver answers what it could not type with the pong
+            // that follows: wait one keepalive round for it.
+            let until = MonotonicClock.seconds() + 1.5
+            while MonotonicClock.seconds() < until { try tx.keepAlive(); usleep(50_000) }
         }
     }
     if let failure { fail(failure, code: 1) }
