@@ -45,18 +45,24 @@ func run(_ path: String, _ args: [String], environment: [String: String] = [:]) 
     return String(decoding: data, as: UTF8.self)
 }
 
-/// Process groups to end when the test process exits (Swift Testing has
-/// no suite teardown); Tests/Portal/desktop also ends when we are gone.
-nonisolated(unsafe) private var groups: [Int32] = []
+/// Desktops to end when the test process exits (Swift Testing has no
+/// suite teardown); Tests/Portal/desktop also ends when we are gone.
+nonisolated(unsafe) private var scripts: [Int32] = []
 private let registerCleanup: Void = {
     atexit {
-        for g in groups { kill(-g, SIGTERM) }
+        for p in scripts { kill(p, SIGTERM) }
     }
 }()
 
+/// Children of this process inherit its blocked signals (SIGTERM among
+/// them, from the test runner), and a desktop that cannot be told to stop
+/// outlives the test: this runs a command with none blocked.
+let unblocked = [PortalEnv.python, "-c",
+                 "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execvp(sys.argv[1], sys.argv[1:])"]
+
 final class Desktop: @unchecked Sendable {
     let dir: String
-    let bus: String
+    private(set) var bus = ""
     private let process = Process()
 
     init() throws {
@@ -64,14 +70,14 @@ final class Desktop: @unchecked Sendable {
         var template = Array("/tmp/remolo-portal.XXXXXX".utf8CString)
         guard let d = mkdtemp(&template) else { throw TestFailure("mkdtemp failed") }
         dir = String(cString: d)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        process.arguments = ["dbus-run-session", "--", PortalEnv.root + "/Tests/Portal/desktop", dir, "\(getpid())"]
+        process.executableURL = URL(fileURLWithPath: unblocked[0])
+        process.arguments = Array(unblocked.dropFirst())
+            + ["dbus-run-session", "--", PortalEnv.root + "/Tests/Portal/desktop", dir, "\(getpid())"]
         let log = FileHandle(forWritingAtPath: "/dev/null")
         process.standardOutput = log
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        groups.append(process.processIdentifier)
         let deadline = Date().addingTimeInterval(40)
         var address: String?
         while Date() < deadline {
@@ -85,15 +91,34 @@ final class Desktop: @unchecked Sendable {
             if !process.isRunning { break }
             usleep(50_000)
         }
-        guard let address else { throw TestFailure("the desktop did not start within 40 s (see \(dir))") }
+        if let p = scriptPid { scripts.append(p) }
+        guard let address else {
+            stopProcesses()
+            throw TestFailure("the desktop did not start within 40 s (see \(dir))")
+        }
         bus = address
+    }
+
+    /// Tests/Portal/desktop's own pid (it writes it first).
+    private var scriptPid: Int32? {
+        (try? String(contentsOfFile: dir + "/pid", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
     deinit { stop() }
 
-    func stop() {
+    func stop() { stopProcesses() }
+
+    /// The script ends its children and then dbus-run-session its bus, and
+    /// with it the services the bus started (the portals, AT-SPI).
+    private func stopProcesses() {
         guard process.isRunning else { return }
-        kill(-process.processIdentifier, SIGTERM)
+        if let p = scriptPid { kill(p, SIGTERM) }
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            if let p = scriptPid { kill(p, SIGKILL) }
+            kill(process.processIdentifier, SIGKILL)
+        }
         process.waitUntilExit()
     }
 
@@ -119,12 +144,28 @@ final class Desktop: @unchecked Sendable {
         o.consentTimeout = 60
         configure(&o)
         let helper = try consent("accept")
-        defer { if helper.isRunning { helper.terminate() }; helper.waitUntilExit() }
+        defer {
+            if helper.isRunning { kill(helper.processIdentifier, SIGKILL) }
+            helper.waitUntilExit()
+        }
         do {
             return try PortalBackend(o)
         } catch {
             throw TestFailure(error.message)
         }
+    }
+
+    /// Headless mutter has no pointer and no keyboard of its own: they
+    /// appear with a session's first motion and first key, and a client
+    /// misses what comes while they do. So a test sends one of each first
+    /// and waits; the pointer ends in the top-left corner.
+    func warmUp(_ backend: PortalBackend) throws {
+        try backend.apply(OutputBatch(dx: -4000, dy: -4000))
+        try backend.apply(OutputBatch(transitions: [OutputTransition(code: keyLeftShift, down: true)]))
+        try backend.apply(OutputBatch(transitions: [OutputTransition(code: keyLeftShift, down: false)]))
+        usleep(500_000)
+        try backend.apply(OutputBatch(dx: -4000, dy: -4000))
+        _ = waitPosition(0, 0, seconds: 2)
     }
 
     /// The pid of the process owning bus name `name`.
@@ -172,7 +213,16 @@ final class Desktop: @unchecked Sendable {
         return false
     }
 
-    /// Waits until `lines` satisfies `ok`.
+    static func waitFile(_ path: String, seconds: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if access(path, F_OK) == 0 { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// Waits until `ok` holds.
     func waitFor(_ seconds: Double = 5, _ ok: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {

@@ -23,14 +23,7 @@ final class Shared: @unchecked Sendable {
         desktop = try Desktop()
         backend = try desktop.backend()
         firstMonitorLines = desktop.monitor()
-        // Bring the pointer into being, and to the top-left corner.
-        try backend.apply(OutputBatch(dx: -4000, dy: -4000))
-        _ = desktop.waitPosition(0, 0)
-        // The same for the keyboard: headless mutter's seat has none until
-        // the session's first key, and that key is lost while it appears.
-        try backend.apply(OutputBatch(transitions: [OutputTransition(code: keyLeftShift, down: true)]))
-        try backend.apply(OutputBatch(transitions: [OutputTransition(code: keyLeftShift, down: false)]))
-        usleep(300_000)
+        try desktop.warmUp(backend)
     }
 
     static func get() throws -> Shared { try instance.get() }
