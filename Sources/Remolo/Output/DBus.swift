@@ -191,24 +191,16 @@ final class DBusMessage {
 
     var member: String { sd_bus_message_get_member(m).map { String(cString: $0) } ?? "" }
     var path: String { sd_bus_message_get_path(m).map { String(cString: $0) } ?? "" }
-
-    /// The error this message carries, if it is an error reply.
-    var error: DBusError? {
-        guard let e = sd_bus_message_get_error(m), sd_bus_error_is_set(e) != 0 else { return nil }
-        return DBusError(name: e.pointee.name.map { String(cString: $0) } ?? "",
-                         message: e.pointee.message.map { String(cString: $0) } ?? "")
-    }
 }
 
-/// What a signal or an asynchronous reply is handed to. The connection
-/// keeps every handler alive as long as itself, so sd-bus's userdata
-/// pointer never dangles.
+/// What a signal is handed to. The connection keeps every handler alive
+/// as long as itself, so sd-bus's userdata pointer never dangles.
 final class DBusHandler {
     let body: (DBusMessage) -> Void
     init(_ body: @escaping (DBusMessage) -> Void) { self.body = body }
 }
 
-/// sd-bus calls this for signals and replies; userdata is a DBusHandler.
+/// sd-bus calls this for signals; userdata is a DBusHandler.
 private let trampoline: sd_bus_message_handler_t = { m, userdata, _ in
     guard let m, let userdata else { return 0 }
     let h = Unmanaged<DBusHandler>.fromOpaque(userdata).takeUnretainedValue()
@@ -282,13 +274,6 @@ final class DBusConnection {
             throw DBusError(r, "calling \(m.member)")
         }
         return DBusMessage(owning: reply!)
-    }
-
-    /// Queues `m`; `handler` gets its reply (or its error) from `process`.
-    func callAsync(_ m: DBusMessage, handler: DBusHandler, timeoutUs: UInt64) throws(DBusError) {
-        keep(handler)
-        let r = sd_bus_call_async(bus, nil, m.m, trampoline, Unmanaged.passUnretained(handler).toOpaque(), timeoutUs)
-        if r < 0 { throw DBusError(r, "sending \(m.member)") }
     }
 
     /// Routes matching signals to `handler` for the connection's life.

@@ -8,6 +8,7 @@
 
 internal import Glibc
 import Foundation
+import RemoloSession
 import RemoloSystem
 
 /// What the desktop's RemoteDesktop portal offers.
@@ -176,13 +177,16 @@ enum PortalToken {
         return t.isEmpty ? nil : t
     }
 
-    /// Writes `token` to `path` with mode 0600 (the directory is made 0700
-    /// when missing). The token lets this user's processes skip the
-    /// desktop's question, so nobody else may read it.
+    /// Writes `token` to `path` with mode 0600, in a directory made 0700
+    /// when missing (the config directory's rule). The token lets this
+    /// user's processes skip the desktop's question, so nobody else may read it.
     static func write(_ token: String, to path: String) throws(OutputBackendError) {
         let dir = (path as NSString).deletingLastPathComponent
-        if !dir.isEmpty && access(dir, F_OK) != 0 && mkdir(dir, 0o700) != 0 && errno != EEXIST {
-            throw OutputBackendError(.failed, "cannot make \(dir) for the portal's restore token: \(String(cString: strerror(errno)))")
+        do {
+            try ConfigDirectory(path: dir).ensureExists()
+        } catch {
+            throw OutputBackendError(.failed, "cannot keep the portal's restore token in \(dir): \(error); "
+                + "consent will be asked again next time")
         }
         let tmp = path + ".tmp\(getpid())"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
