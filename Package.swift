@@ -44,6 +44,10 @@ let package = Package(
         // property. Linked by the output adapter only, never by RemoloCore.
         .systemLibrary(name: "CXTest", path: "CSources/CXTest", pkgConfig: "xtst",
                        providers: [.apt(["libxtst-dev", "libxi-dev", "libx11-dev"])]),
+        // D-Bus through sd-bus (the RemoteDesktop portal output). Linked by
+        // the output adapter's backends only, never by RemoloCore.
+        .systemLibrary(name: "CSystemd", path: "CSources/CSystemd", pkgConfig: "libsystemd",
+                       providers: [.apt(["libsystemd-dev"])]),
 
         // The hot path: playout core, datagram crypto, io_uring receive, uinput output.
         .target(
@@ -77,7 +81,7 @@ let package = Package(
         .target(name: "RemoloSystem", path: "Sources/RemoloSystem"),
         .target(name: "RemoloSession", dependencies: ["RemoloSystem", "CSodium"], path: "Sources/RemoloSession"),
         .target(name: "RemoloTrace", path: "Sources/RemoloTrace"),
-        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium", "CEvdev", "CXkbcommon", "CDRM", "CXTest"],
+        .target(name: "Remolo", dependencies: ["RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloInput", "RemoloCore", "CSodium", "CEvdev", "CXkbcommon", "CDRM", "CXTest", "CSystemd"],
                 path: "Sources/Remolo"),
         .target(name: "RemoloLab", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTrace", "RemoloCore"],
                 path: "Sources/RemoloLab", exclude: ["RESULTS.md", "figures"]),
@@ -115,5 +119,10 @@ let package = Package(
         // Run for real inside the VM (Tests/VM/run); on a host without uinput they skip.
         .testTarget(name: "VMTests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloCore", "RemoloInput", "CEvdev", "RemoloTestSupport"],
                     path: "Tests/VMTests"),
+        // The RemoteDesktop portal output against a real compositor (headless
+        // mutter, xdg-desktop-portal-gnome): run by Tests/Portal/run, which
+        // sets REMOLO_PORTAL_TESTS; elsewhere they skip.
+        .testTarget(name: "PortalTests", dependencies: ["Remolo", "RemoloTestSupport"],
+                    path: "Tests/PortalTests"),
     ]
 )

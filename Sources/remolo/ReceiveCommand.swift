@@ -52,7 +52,8 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
                       can for this device alone (sway, KDE Plasma, X11)
               x11     XTest on $DISPLAY: not accelerated; falls back to
                       uinput if the X server goes away
-              portal  the RemoteDesktop portal (Wayland): not built yet
+              portal  the RemoteDesktop portal (a Wayland session: GNOME,
+                      KDE): not accelerated; the desktop asks once to allow it
               auto    portal on a Wayland session that offers it, x11 on an
                       X11 session with XTest, else uinput; one line says which
   --name      the pointer device's name (default "\(PointerDevice.defaultName)")
@@ -167,7 +168,8 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         guard fd >= 0 else { fail("--sink \(path): \(String(cString: strerror(errno))); pick a writable path", code: 1) }
         output = .fileDescriptor(fd)
     } else {
-        (output, outputLine) = chooseOutput(outputKind, session: session, name: name, stopReason: stopReason)
+        (output, outputLine) = chooseOutput(outputKind, session: session, name: name, stopReason: stopReason,
+                                            portalToken: dir.file(PortalBackend.tokenFileName))
     }
     if !typing {
         // --no-keyboard: no "Remolo keyboard" device either.
@@ -372,7 +374,18 @@ final class StopReason: Sendable {
 /// was chosen and why. Exits with a message when the output asked for
 /// cannot be used.
 func chooseOutput(_ kind: OutputKind, session: DesktopSession, name: String,
-                  stopReason: StopReason) -> (ReceiverOutput, String) {
+                  stopReason: StopReason, portalToken: String) -> (ReceiverOutput, String) {
+    /// One portal session for the receiver's whole life: every new one asks
+    /// the person again (docs/portal.md). Made on the adapter's thread,
+    /// where it waits for the consent dialog's answer.
+    func portal() throws(OutputBackendError) -> OutputAdapter {
+        try OutputAdapter(make: { () throws(OutputBackendError) -> any OutputBackend in
+                              try PortalBackend(PortalOptions(tokenFile: portalToken), log: { say($0) })
+                          },
+                          fallback: { () throws(OutputBackendError) -> any OutputBackend in try UinputBackend(name: name) },
+                          onEvent: { say($0) },
+                          onStop: { stopReason.stop($0) })
+    }
     func x11() throws(OutputBackendError) -> OutputAdapter {
         try OutputAdapter(make: { () throws(OutputBackendError) -> any OutputBackend in try X11Backend() },
                           fallback: { () throws(OutputBackendError) -> any OutputBackend in try UinputBackend(name: name) },
@@ -388,11 +401,11 @@ func chooseOutput(_ kind: OutputKind, session: DesktopSession, name: String,
             fail("--output x11: \(error.message)", code: 1)
         }
     case .portal:
-        fail("--output portal: the RemoteDesktop portal output is not built yet; use --output auto (x11 on an "
-             + "X11 session, else uinput) or --output uinput with the flat acceleration profile (docs/desktop.md)",
-             code: 1)
+        do { return (.adapter(try portal()), "portal, the RemoteDesktop portal: not accelerated") } catch {
+            fail("--output portal: \(error.message)", code: 1)
+        }
     case .auto:
-        let plan = OutputPlan.auto(for: session)
+        let plan = OutputPlan.auto(for: session, portalAvailable: true)
         var why = ["\(session)"] + plan.skipped
         for k in plan.order {
             switch k {
@@ -402,7 +415,11 @@ func chooseOutput(_ kind: OutputKind, session: DesktopSession, name: String,
                 }
             case .uinput:
                 return (.uinput(name: name), "uinput (auto: " + why.joined(separator: "; ") + ")")
-            case .portal, .auto:
+            case .portal:
+                do { return (.adapter(try portal()), "portal (auto: \(session), the RemoteDesktop portal: not accelerated)") } catch {
+                    why.append("portal unusable: \(error.message)")
+                }
+            case .auto:
                 continue
             }
         }

@@ -17,7 +17,8 @@ import Testing
 
     static let cases: [Case] = [
         Case(id: 1, args: ["--output", "wayland"], env: [:], status: 2, says: ["--output takes uinput, x11, portal, auto"]),
-        Case(id: 2, args: ["--output", "portal"], env: [:], status: 1, says: ["not built yet", "--output uinput"]),
+        Case(id: 2, args: ["--output", "portal"], env: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"], status: 1,
+             says: ["--output portal: ", "--output uinput"]),
         Case(id: 3, args: ["--output", "x11"], env: ["DISPLAY": ""], status: 1, says: ["DISPLAY is not set", "--output uinput"]),
         Case(id: 4, args: ["--output", "x11"], env: ["DISPLAY": ":97"], status: 1,
              says: ["cannot open the X display ':97'", "XAUTHORITY"]),

@@ -101,7 +101,7 @@ public struct OutputPlan: Sendable, Equatable {
             if portalAvailable {
                 order.append(.portal)
             } else {
-                skipped.append("the RemoteDesktop portal output is not built yet")
+                skipped.append("no RemoteDesktop portal to try")
             }
             if s.xDisplay != nil {
                 skipped.append("XTest on Xwayland (\(s.xDisplay!)) would reach X clients only")
