@@ -10,6 +10,8 @@
 
 #include "remolo_playout.h"
 
+_Static_assert(REMOLO_KEYS_PER_TICK >= 1 && REMOLO_KEYS_PER_TICK <= PLAYOUT_KEY_PER_TICK, "a tick's keys fit its frame");
+
 #define BTNQ_MASK (REMOLO_BTNQ_CAP - 1)
 
 void playout_config_seed(struct playout_config *cfg)
@@ -597,7 +599,7 @@ static void buttons_and_keys(struct playout *p, uint64_t now_us, struct playout_
 	/* The oldest button still queued, if due, holds back later keys. */
 	if (p->b.head != p->b.tail && diff(p->b.ev[p->b.head & BTNQ_MASK].at_us, now_us) <= 0)
 		key_limit = p->b.ev[p->b.head & BTNQ_MASK].at_us;
-	if (keyq_drain(&p->k, now_us, key_limit, out->key, &out->nkey, PLAYOUT_KEY_PER_TICK, &key_due) &&
+	if (keyq_drain(&p->k, now_us, key_limit, out->key, &out->nkey, REMOLO_KEYS_PER_TICK, &key_due) &&
 	    (!out->due_us || diff(key_due, out->due_us) < 0))
 		out->due_us = key_due;
 	p->stats.keys += out->nkey;

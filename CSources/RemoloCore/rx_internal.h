@@ -38,9 +38,9 @@
 /* Ticks a session's end may take to play out what it still holds: every
  * queued button or key event can be one transition of the same button or
  * key, one per tick (a click never becomes down and up in one frame), then
- * the release of every key, PLAYOUT_KEY_PER_TICK a tick. */
+ * the release of every key, REMOLO_KEYS_PER_TICK a tick. */
 #define RX_FLUSH_TICKS           (REMOLO_BTNQ_CAP + REMOLO_KEYQ_CAP + \
-				  PLAYOUT_KEY_LIMIT / PLAYOUT_KEY_PER_TICK + 2u)
+				  PLAYOUT_KEY_LIMIT / REMOLO_KEYS_PER_TICK + 2u)
 /* Opaque room for struct io_uring (216 bytes in liburing 2.3). */
 #define RX_URING_BYTES           320u
 /* Opaque room for struct msghdr (56 bytes on LP64), so that this header

@@ -121,13 +121,15 @@ public final class CLIProcess: @unchecked Sendable {
 }
 
 /// Two config directories under a fresh temporary directory: a receiver's
-/// and a sender's, each with its identity, already paired with each other.
+/// and a sender's, each with its identity, already paired with each other;
+/// with `typing`, the sender may type too (docs/peers.md), else it is a
+/// sender paired before typing existed (it may point only).
 public struct PairedConfigs {
     public let root: String
     public let receiver: String
     public let sender: String
 
-    public init(label: String, paired: Bool = true) throws {
+    public init(label: String, paired: Bool = true, typing: Bool = false) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("remolo-\(label)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
         receiver = root + "/rx"
         sender = root + "/tx"
@@ -141,6 +143,9 @@ public struct PairedConfigs {
         var receivers = PeerList()
         receivers.add(rxID.publicKey, label: "test receiver")
         try receivers.save(to: txDir.file(PeerList.knownReceiversFile))
+        if typing {
+            try ReceiverTrust(identity: rxID, directory: rxDir).setKeyboard(txID.publicKey, .allow)
+        }
     }
 
     public func log(_ name: String) -> String { root + "/" + name + ".log" }

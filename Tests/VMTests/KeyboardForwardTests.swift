@@ -54,7 +54,7 @@ final class KeyRig: @unchecked Sendable {
     let remoloKeyboard: EvdevReader?
 
     init(_ label: String, keyboard: ReceiverKeyboard = ReceiverKeyboard()) throws {
-        c = try PairedConfigs(label: label)
+        c = try PairedConfigs(label: label, typing: true)
         let dir = ConfigDirectory(path: c.receiver)
         let trust = try ReceiverTrust(identity: try Identity.loadOrCreate(in: dir), directory: dir)
         rx = try Receiver(host: "127.0.0.1", port: 0, trust: trust, output: .uinput(name: PointerDevice.defaultName),
@@ -239,7 +239,7 @@ extension VMSuite {
         /// the outage are not sent late; Shift, still held, is pressed again
         /// on the new session, and released there.
         @Test func outageKeysAreNotSentLate() throws {
-            let c = try PairedConfigs(label: "kbout")
+            let c = try PairedConfigs(label: "kbout", typing: true)
             defer { c.remove() }
             let dir = ConfigDirectory(path: c.receiver)
             let trust = try ReceiverTrust(identity: try Identity.loadOrCreate(in: dir), directory: dir)

@@ -81,6 +81,15 @@
  * message fits whole, so the queue never cuts a text short. 8 bytes an
  * event: 16 KB a session. */
 #define REMOLO_KEYQ_CAP          2048u    /* power of two */
+/* Key changes one session lets out per drain tick. evdev gives each reader
+ * of a keyboard a buffer of 64 events (EVDEV_MIN_BUFFER_SIZE in
+ * drivers/input/evdev.c: a device with keys only gets no larger hint),
+ * and a tick's frame is its changes plus SYN_REPORT. At 2 a tick a reader
+ * may stall 21 ticks (44 ms at 480 Hz) before its buffer overflows
+ * (SYN_DROPPED: typed characters lost); at 16 a tick, 3 ticks. Typing is
+ * still fast: 960 changes a second, a 256-character text in under a
+ * second. */
+#define REMOLO_KEYS_PER_TICK     2u
 #define REMOLO_KEYQ_TEXT_EVENTS  (256u * 6u)
 #define REMOLO_IDLE_US           500000u  /* stop the timer after 0.5 s quiet */
 
