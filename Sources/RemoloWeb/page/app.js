@@ -34,7 +34,7 @@ let typed = [];       // this session's key and text messages, as sent
 window.remolo = { get sent() { return framer.sent; }, get state() { return state; }, get detail() { return detail; },
   get receiver() { return receiverFp; }, get settings() { return { ...settings }; },
   get touchpad() { return JSON.parse(JSON.stringify({ phase: trackpad.recognizer.phase, contacts: trackpad.recognizer.contacts, slots: [...trackpad.slots] })); },
-  get typed() { return typed.slice(); }, get note() { return $("note").hidden ? "" : $("note").textContent; },
+  get typed() { return typed.slice(); }, get identityStored() { return identity?.stored; }, get note() { return $("note").hidden ? "" : $("note").textContent; },
   get keyboard() { return { ...(link?.keyboard ?? {}), open: !$("keys").hidden, focused: soft.focused, field: $("typing").value, held: [...keys.held], modifiers: [...keys.modifiers.pressed] }; } };
 
 function show() {
@@ -72,8 +72,13 @@ pad.addEventListener("pointerdown", (e) => {
   pad.classList.add("active");
   origin = pad.getBoundingClientRect();
   trackpad.down(e.pointerId, e.clientX - origin.left, e.clientY - origin.top, micros(e.timeStamp));
-  e.preventDefault();
+  // Not for a touch: Firefox then drops the pointer events of every other
+  // finger that changed in the same touch event (Android reports two
+  // fingers in one), so a two-finger flick would be a one-finger drag.
+  // The touch's defaults (mouse events, a click, focus) go with touchstart.
+  if (e.pointerType !== "touch") e.preventDefault();
 });
+pad.addEventListener("touchstart", (e) => e.preventDefault(), { passive: false });
 pad.addEventListener("pointermove", (e) => {
   // Every coalesced sample, not just the latest of the frame (part 1).
   const samples = e.getCoalescedEvents?.() ?? [];
