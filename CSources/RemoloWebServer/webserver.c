@@ -12,6 +12,7 @@
 // first request, request and message sizes.
 #define _GNU_SOURCE
 #include "remolo_web.h"
+#include "webparse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,45 +140,6 @@ static void respond(struct conn *c, int status, const char *reason, const char *
     if (tls_write_all(c, head, (size_t)n, deadline) == 0 && blen) tls_write_all(c, body, blen, deadline);
 }
 
-// Case-insensitive header lookup in a NUL-terminated header block; copies
-// the trimmed value. 1 found.
-static int header(const char *headers, const char *name, char *out, size_t out_len) {
-    size_t nlen = strlen(name);
-    for (const char *line = headers; line && *line;) {
-        const char *end = strstr(line, "\r\n");
-        if (!end) break;
-        if ((size_t)(end - line) > nlen && strncasecmp(line, name, nlen) == 0 && line[nlen] == ':') {
-            const char *v = line + nlen + 1;
-            while (v < end && (*v == ' ' || *v == '\t')) v++;
-            const char *ve = end;
-            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
-            size_t l = (size_t)(ve - v);
-            if (l >= out_len) return 0;
-            memcpy(out, v, l);
-            out[l] = 0;
-            return 1;
-        }
-        line = end + 2;
-    }
-    return 0;
-}
-
-// A comma-separated header value contains token (case-insensitive), as
-// `Connection: keep-alive, Upgrade` does.
-static int has_token(const char *value, const char *token) {
-    size_t tl = strlen(token);
-    for (const char *p = value; *p;) {
-        while (*p == ' ' || *p == ',' || *p == '\t') p++;
-        const char *e = p;
-        while (*e && *e != ',') e++;
-        const char *te = e;
-        while (te > p && (te[-1] == ' ' || te[-1] == '\t')) te--;
-        if ((size_t)(te - p) == tl && strncasecmp(p, token, tl) == 0) return 1;
-        p = e;
-    }
-    return 0;
-}
-
 static const struct remolo_web_file *find_file(struct remolo_web *w, const char *path) {
     for (size_t i = 0; i < w->file_count; i++)
         if (strcmp(w->files[i].path, path) == 0) return &w->files[i];
@@ -209,81 +170,25 @@ static void http_loop(struct conn *c) {
             respond(c, 431, "Request Header Fields Too Large", NULL, "request headers over 8 KiB\n");
             return;
         }
-        char req[REMOLO_WEB_MAX_REQUEST + 1];
-        memcpy(req, c->in, head_len);
-        req[head_len] = 0;
+        struct remolo_web_request req;
+        remolo_web_parse_request(c->in, head_len, &req);
         memmove(c->in, c->in + head_len, c->in_len - head_len);
         c->in_len -= head_len;
-
-        char method[16], target[512], version[16];
-        if (sscanf(req, "%15s %511s %15s", method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
-            respond(c, 400, "Bad Request", NULL, "not an HTTP/1.1 request\n");
+        if (req.route == REMOLO_WEB_ROUTE_REFUSE) {
+            respond(c, req.status, req.reason, req.extra, req.body);
             return;
         }
-        const char *headers = strstr(req, "\r\n") + 2;
-        char v[256];
-        // No request here has a body; one announcing a body is refused
-        // rather than parsed (request smuggling has nowhere to start).
-        if (header(headers, "Content-Length", v, sizeof v) && strcmp(v, "0") != 0) {
-            respond(c, 400, "Bad Request", NULL, "no request body is accepted here\n");
-            return;
-        }
-        if (header(headers, "Transfer-Encoding", v, sizeof v)) {
-            respond(c, 400, "Bad Request", NULL, "no request body is accepted here\n");
-            return;
-        }
-        if (strcmp(method, "GET") != 0) {
-            respond(c, 405, "Method Not Allowed", "Allow: GET\r\n", "only GET is served here\n");
-            return;
-        }
-        char *q = strpbrk(target, "?#");
-        if (q) *q = 0;
-
-        if (strcmp(target, "/ws") == 0) {
-            // RFC 6455 section 4.2.1: a GET with Upgrade: websocket,
-            // Connection: Upgrade, a 16-byte base64 key and version 13.
-            char upgrade[64] = "", connection[256] = "", key[64] = "", ver[16] = "", origin[256], host[256];
-            header(headers, "Upgrade", upgrade, sizeof upgrade);
-            header(headers, "Connection", connection, sizeof connection);
-            header(headers, "Sec-WebSocket-Key", key, sizeof key);
-            header(headers, "Sec-WebSocket-Version", ver, sizeof ver);
-            if (strcasecmp(upgrade, "websocket") != 0 || !has_token(connection, "upgrade")) {
-                respond(c, 426, "Upgrade Required", "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n",
-                        "/ws is a WebSocket endpoint (RFC 6455); open the page at / instead\n");
-                return;
-            }
-            if (strcmp(ver, "13") != 0) {
-                respond(c, 426, "Upgrade Required", "Sec-WebSocket-Version: 13\r\n", "WebSocket version 13 only\n");
-                return;
-            }
-            if (strlen(key) != 24 || key[22] != '=' || key[23] != '=') {
-                respond(c, 400, "Bad Request", NULL, "Sec-WebSocket-Key must be 16 bytes in base64\n");
-                return;
-            }
-            // A browser always sends Origin; another site's page must not
-            // drive this endpoint (cross-site WebSocket use, RFC 6455
-            // section 10.2). Noise would refuse it anyway; this is cheaper.
-            if (header(headers, "Origin", origin, sizeof origin)) {
-                char expect[300];
-                if (!header(headers, "Host", host, sizeof host)) host[0] = 0;
-                snprintf(expect, sizeof expect, "https://%s", host);
-                if (strcasecmp(origin, expect) != 0) {
-                    respond(c, 403, "Forbidden", NULL, "WebSocket from another origin\n");
-                    return;
-                }
-            }
+        if (req.route == REMOLO_WEB_ROUTE_WEBSOCKET) {
             atomic_fetch_add(&c->web->st.requests, 1);
-            websocket_session(c, key);
+            websocket_session(c, req.ws_key);
             return;
         }
-
-        const struct remolo_web_file *f = find_file(c->web, strcmp(target, "/") == 0 ? "/index.html" : target);
+        const struct remolo_web_file *f = find_file(c->web, req.path);
         if (!f) {
             respond(c, 404, "Not Found", NULL, "no such file\n");
             return;
         }
-        char conn_hdr[64] = "";
-        int close_after = header(headers, "Connection", conn_hdr, sizeof conn_hdr) && has_token(conn_hdr, "close");
+        int close_after = req.close_after;
         char head[1024];
         // The page runs only its own scripts and talks only to this
         // origin; no-cache so an upgraded receiver's page is fetched anew.
@@ -354,18 +259,19 @@ static int send_all(int fd, const uint8_t *p, size_t len) {
 // receiver's TCP port, tag 0x01 one sealed datagram to its UDP port.
 // Anything else is not ours to guess at: close 1008.
 static int ws_message(struct conn *c, int tcp, int udp, const uint8_t *m, size_t len) {
-    if (len >= 2 && m[0] == REMOLO_WEB_TAG_STREAM) {
+    switch (remolo_web_message_kind(m, len)) {
+    case REMOLO_WEB_MESSAGE_STREAM:
         atomic_fetch_add(&c->web->st.ws_stream_messages, 1);
         return send_all(tcp, m + 1, len - 1) == 0 ? 0 : -2;
-    }
-    if (len == 1 + 49 && m[0] == REMOLO_WEB_TAG_DATAGRAM) {
+    case REMOLO_WEB_MESSAGE_DATAGRAM:
         atomic_fetch_add(&c->web->st.ws_datagrams, 1);
         // One message, one datagram: the receiver's io_uring loop opens it
         // like any other (and counts it by drop reason if it is not sound).
-        send(udp, m + 1, 49, MSG_NOSIGNAL | MSG_DONTWAIT);
+        send(udp, m + 1, REMOLO_WEB_DATAGRAM_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
         return 0;
+    default:
+        return -1;
     }
-    return -1;
 }
 
 static void websocket_session(struct conn *c, const char *key) {
@@ -393,65 +299,23 @@ static void websocket_session(struct conn *c, const char *key) {
     if (tls_write_all(c, head, (size_t)hn, now_ms() + 5000) != 0) goto out;
     atomic_fetch_add(&w->st.websockets, 1);
 
-    uint8_t msg[REMOLO_WEB_MAX_MESSAGE];
-    size_t msg_len = 0;
-    int in_message = 0;
+    struct remolo_web_ws_reader reader = {0};
     for (;;) {
-        // Parse every whole frame already read (RFC 6455 section 5.2).
+        // Act on every whole frame already read (RFC 6455 section 5.2).
         for (;;) {
-            if (c->in_len < 2) break;
-            uint8_t b0 = c->in[0], b1 = c->in[1];
-            uint8_t op = b0 & 0x0f;
-            int fin = b0 >> 7;
-            if (b0 & 0x70) { ws_close(c, 1002, "no extension was negotiated"); goto protocol; }
-            if (!(b1 & 0x80)) { ws_close(c, 1002, "client frames must be masked"); goto protocol; }
-            uint64_t plen = b1 & 0x7f;
-            size_t hl = 2;
-            if (plen == 126) {
-                if (c->in_len < 4) break;
-                plen = ((uint64_t)c->in[2] << 8) | c->in[3];
-                hl = 4;
-            } else if (plen == 127) {
-                if (c->in_len < 10) break;
-                plen = 0;
-                for (int i = 0; i < 8; i++) plen = (plen << 8) | c->in[2 + i];
-                hl = 10;
+            struct remolo_web_ws_frame f;
+            enum remolo_web_ws_event ev = remolo_web_ws_next(&reader, c->in, c->in_len, &f);
+            if (ev == REMOLO_WEB_WS_MORE) break;
+            if (ev == REMOLO_WEB_WS_FAIL) { ws_close(c, f.code, f.reason); goto protocol; }
+            if (ev == REMOLO_WEB_WS_CLOSE) { ws_send(c, 0x8, f.payload, f.payload_len, NULL, 0); goto out; }
+            if (ev == REMOLO_WEB_WS_PING) ws_send(c, 0xA, f.payload, f.payload_len, NULL, 0);
+            if (ev == REMOLO_WEB_WS_MESSAGE) {
+                int r = ws_message(c, tcp, udp, reader.msg, reader.msg_len);
+                if (r == -1) { ws_close(c, 1008, "not a Remolo stream chunk or 49-byte datagram"); goto protocol; }
+                if (r == -2) { ws_close(c, 1011, "the receiver closed the session"); goto out; }
             }
-            // Sizes are checked from the header, before the payload is
-            // read: an oversized frame costs us 10 bytes, not its length.
-            if (op >= 0x8 && (plen > 125 || !fin)) { ws_close(c, 1002, "bad control frame"); goto protocol; }
-            if (plen + msg_len > REMOLO_WEB_MAX_MESSAGE) { ws_close(c, 1009, "message over 1024 bytes"); goto protocol; }
-            if (c->in_len < hl + 4 + plen) break;
-            uint8_t *mask = c->in + hl, *p = c->in + hl + 4;
-            for (uint64_t i = 0; i < plen; i++) p[i] ^= mask[i & 3];
-            size_t used = hl + 4 + (size_t)plen;
-            if (op == 0x8) { // close: answer with the same code, then end (section 5.5.1)
-                ws_send(c, 0x8, p, plen >= 2 ? 2 : 0, NULL, 0);
-                goto out;
-            } else if (op == 0x9) {
-                ws_send(c, 0xA, p, (size_t)plen, NULL, 0);
-            } else if (op == 0xA) {
-                // pong: nothing
-            } else if (op == 0x1) {
-                ws_close(c, 1003, "binary messages only");
-                goto protocol;
-            } else if (op == 0x2 || op == 0x0) {
-                if ((op == 0x2) == in_message) { ws_close(c, 1002, "bad fragmentation"); goto protocol; }
-                memcpy(msg + msg_len, p, (size_t)plen);
-                msg_len += (size_t)plen;
-                in_message = !fin;
-                if (fin) {
-                    int r = ws_message(c, tcp, udp, msg, msg_len);
-                    if (r == -1) { ws_close(c, 1008, "not a Remolo stream chunk or 49-byte datagram"); goto protocol; }
-                    if (r == -2) { ws_close(c, 1011, "the receiver closed the session"); goto out; }
-                    msg_len = 0;
-                }
-            } else {
-                ws_close(c, 1002, "unknown opcode");
-                goto protocol;
-            }
-            memmove(c->in, c->in + used, c->in_len - used);
-            c->in_len -= used;
+            memmove(c->in, c->in + f.used, c->in_len - f.used);
+            c->in_len -= f.used;
         }
         // Wait for the browser, the receiver or the stop pipe.
         struct pollfd p[3] = {{.fd = c->fd, .events = POLLIN}, {.fd = tcp, .events = POLLIN},

@@ -44,9 +44,12 @@ EV_KEY, EV_REL = 1, 2
 REL_X, REL_Y, REL_HWHEEL, REL_WHEEL, REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES = 0, 1, 6, 8, 11, 12
 BTN_LEFT, BTN_RIGHT = 0x110, 0x111
 failures = []
+checks = 0
 
 
 def check(ok, what):
+    global checks
+    checks += 1
     print(("ok   " if ok else "FAIL ") + what, flush=True)
     if not ok:
         failures.append(what)

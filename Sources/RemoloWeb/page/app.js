@@ -3,8 +3,8 @@
 // bridge. Pairs from the code in the URL fragment (#pair=CODE: a fragment
 // never leaves the browser, RFC 3986 section 3.5), then reconnects by
 // itself with the stored keys.
-import { Trackpad } from "./trackpad.js";
-import { Framer, defaultSettings } from "./framer.js";
+import { Trackpad, samplesOf } from "./trackpad.js";
+import { Framer, FrameClock, defaultSettings } from "./framer.js";
 import { connect, LinkClosed, BASE_ONLY_MESSAGE } from "./link.js";
 import { KeyboardSender, RefusalTally, keyboardStatusMessage, MODIFIER_CODES } from "./keyboard.js";
 import { SoftKeyboard, bindKeyRow } from "./typing.js";
@@ -34,7 +34,8 @@ let typed = [];       // this session's key and text messages, as sent
 window.remolo = { get sent() { return framer.sent; }, get state() { return state; }, get detail() { return detail; },
   get receiver() { return receiverFp; }, get settings() { return { ...settings }; },
   get touchpad() { return JSON.parse(JSON.stringify({ phase: trackpad.recognizer.phase, contacts: trackpad.recognizer.contacts, slots: [...trackpad.slots] })); },
-  get typed() { return typed.slice(); }, get note() { return $("note").hidden ? "" : $("note").textContent; },
+  get typed() { return typed.slice(); }, get identityStored() { return identity?.stored; },
+  get frameHz() { return clock.hz; }, get coalesced() { return typeof PointerEvent !== "undefined" && "getCoalescedEvents" in PointerEvent.prototype; }, get note() { return $("note").hidden ? "" : $("note").textContent; },
   get keyboard() { return { ...(link?.keyboard ?? {}), open: !$("keys").hidden, focused: soft.focused, field: $("typing").value, held: [...keys.held], modifiers: [...keys.modifiers.pressed] }; } };
 
 function show() {
@@ -72,12 +73,17 @@ pad.addEventListener("pointerdown", (e) => {
   pad.classList.add("active");
   origin = pad.getBoundingClientRect();
   trackpad.down(e.pointerId, e.clientX - origin.left, e.clientY - origin.top, micros(e.timeStamp));
-  e.preventDefault();
+  // Not for a touch: Firefox then drops the pointer events of every other
+  // finger that changed in the same touch event (Android reports two
+  // fingers in one), so a two-finger flick would be a one-finger drag.
+  // The touch's defaults (mouse events, a click, focus) go with touchstart.
+  if (e.pointerType !== "touch") e.preventDefault();
 });
+pad.addEventListener("touchstart", (e) => e.preventDefault(), { passive: false });
 pad.addEventListener("pointermove", (e) => {
-  // Every coalesced sample, not just the latest of the frame (part 1).
-  const samples = e.getCoalescedEvents?.() ?? [];
-  for (const s of samples.length ? samples : [e]) trackpad.move(e.pointerId, s.clientX - origin.left, s.clientY - origin.top, micros(s.timeStamp));
+  // Every coalesced sample, not just the latest of the frame (part 1);
+  // without them (older Safari), every pointermove is one.
+  for (const s of samplesOf(e)) trackpad.move(e.pointerId, s.clientX - origin.left, s.clientY - origin.top, micros(s.timeStamp));
   e.preventDefault();
 });
 const lift = (e) => {
@@ -180,12 +186,14 @@ fitViewport();
 function deliver(frameUs, visible) {
   trackpad.tick(frameUs);
   if (!link) { framer.discard(); return; }
-  for (const d of framer.frame(frameUs, visible)) {
+  for (const d of framer.frame(frameUs, visible, clock.periodUs)) {
     link.send(d, frameUs);
     sentThisSecond++;
   }
 }
+const clock = new FrameClock();
 function frame(ts) {
+  clock.tick(micros(ts));
   deliver(micros(ts), document.visibilityState === "visible");
   requestAnimationFrame(frame);
 }

@@ -21,6 +21,31 @@ export function gain(distance, dtUs, { pointerSpeed, acceleration }) {
   return pointerSpeed * boost;
 }
 
+/**
+ * The animation frames' period, measured over the last 15 intervals,
+ * never assumed: iPhones give 60 Hz even on 120 Hz screens and 30 Hz in
+ * Low Power Mode, a desktop what its display does.
+ */
+export class FrameClock {
+  constructor() { this.lastUs = null; this.intervals = []; this.periodUs = 0; }
+
+  tick(frameUs) {
+    if (this.lastUs !== null && frameUs > this.lastUs) {
+      this.intervals.push(frameUs - this.lastUs);
+      if (this.intervals.length > 15) this.intervals.shift();
+      // The mean of the last intervals, leaving out a stall (a frame
+      // dropped, a tab switch): those over twice the median.
+      const median = [...this.intervals].sort((a, b) => a - b)[this.intervals.length >> 1];
+      const kept = this.intervals.filter((d) => d <= 2 * median);
+      this.periodUs = kept.reduce((a, d) => a + d, 0) / kept.length;
+    }
+    this.lastUs = frameUs;
+    return this.periodUs;
+  }
+
+  get hz() { return this.periodUs > 0 ? Math.round(1e6 / this.periodUs) : 0; }
+}
+
 export class Framer {
   constructor(settings = defaultSettings) {
     this.settings = { ...settings };
@@ -85,9 +110,11 @@ export class Framer {
   /**
    * The datagrams of the frame at `frameUs` (each {kind, a, b}), in order:
    * buttons (a press before the motion it drags), motion, scroll, or a
-   * heartbeat when nothing was sent for 100 ms and `visible`.
+   * heartbeat when nothing was sent for 100 ms and `visible`. periodUs
+   * (FrameClock) lets the heartbeat come at the frame nearest 100 ms: at
+   * 30 Hz three frames, not four when the third is a little early.
    */
-  frame(frameUs, visible = true) {
+  frame(frameUs, visible = true, periodUs = 0) {
     const out = [];
     const m = this.momentum;
     if (m) {
@@ -117,7 +144,7 @@ export class Framer {
       out.push({ kind: 2, a: sv, b: sh });
       this.sent.scrollQ8[0] += sv; this.sent.scrollQ8[1] += sh;
     }
-    if (out.length === 0 && visible && frameUs - this.lastSentUs >= HEARTBEAT_US) {
+    if (out.length === 0 && visible && frameUs - this.lastSentUs >= HEARTBEAT_US - periodUs / 2) {
       out.push({ kind: 4, a: 0, b: 0 });
       this.sent.heartbeats++;
     }

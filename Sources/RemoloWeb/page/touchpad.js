@@ -32,7 +32,7 @@ export class TouchpadRecognizer {
   constructor(surface, config = {}) {
     this.surface = { ...surface };
     this.config = { ...defaultTouchpadConfig, ...config };
-    this.contacts = [];     // {slot, x, y, startX, startY, lastUs, resting, ignored}
+    this.contacts = [];     // {slot, x, y, startX, startY, lastUs, sampleUs, resting, ignored}
     this.phase = { name: "idle" };
     this.held = [];
     this.physical = null;
@@ -63,9 +63,9 @@ export class TouchpadRecognizer {
     const now = this.nowUs;
     const i = this.contacts.findIndex((c) => c.slot === slot);
     if (i >= 0) {
-      if (touching) this.move(i, x, y, now); else this.lift(i, now);
+      if (touching) this.move(i, x, y, now, t); else this.lift(i, now);
     } else if (touching) {
-      this.touchDown(slot, x, y, now);
+      this.touchDown(slot, x, y, now, t);
     }
     return this.drain();
   }
@@ -103,10 +103,10 @@ export class TouchpadRecognizer {
 
   // --- contacts
 
-  touchDown(slot, x, y, t) {
+  touchDown(slot, x, y, t, sampleUs = t) {
     this.emit({ type: "touchDown", atUs: t });
     const resting = y >= this.buttonAreaTopMm;
-    this.contacts.push({ slot, x, y, startX: x, startY: y, lastUs: t, resting, ignored: false });
+    this.contacts.push({ slot, x, y, startX: x, startY: y, lastUs: t, sampleUs, resting, ignored: false });
     if (!resting) this.fingerLanded(t);
   }
 
@@ -145,11 +145,16 @@ export class TouchpadRecognizer {
     }
   }
 
-  move(i, x, y, t) {
+  move(i, x, y, t, sampleUs = t) {
     const c = this.contacts[i];
     const dx = x - c.x, dy = y - c.y;
-    const interval = t - Math.min(t, c.lastUs);
-    c.x = x; c.y = y; c.lastUs = t;
+    // The interval of a sample is its own time less the contact's previous
+    // sample's, never the recognizer's clock: the frames advance that too,
+    // and a browser that hands a frame's touch moves over at once (Chrome)
+    // would give every sample after a frame's tick a zero interval (the
+    // curve's base gain, whatever the finger's speed).
+    const interval = sampleUs - Math.min(sampleUs, c.sampleUs);
+    c.x = x; c.y = y; c.lastUs = t; c.sampleUs = Math.max(c.sampleUs, sampleUs);
     if (c.ignored) return;
     if (c.resting) {
       if (y < this.buttonAreaTopMm) {

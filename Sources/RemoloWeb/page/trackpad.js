@@ -11,6 +11,17 @@ export const MM_PER_PX = 25.4 / 160;
 
 export const BUTTON_CODES = Object.freeze({ left: 0x110, right: 0x111, middle: 0x112 });
 
+/**
+ * The samples of one pointermove: its coalesced events where the browser
+ * has them (Safari from 18.2) and they are this pointer's, else the event
+ * itself. Safari 18.2's carried pointerId 0, and from the first touch
+ * only: those would move one finger along another's path.
+ */
+export function samplesOf(e) {
+  const c = typeof e.getCoalescedEvents === "function" ? e.getCoalescedEvents() : [];
+  return c.length && c.every((s) => s.pointerId === e.pointerId) ? c : [e];
+}
+
 export class Trackpad {
   /**
    * @param {{motion(dx,dy,intervalUs,tUs), scroll(dx,dy,tUs), glide(vx,vy,tUs), touchStart(tUs), button(code,down,tUs)}} out
