@@ -176,7 +176,8 @@ the connection or says bye ends the session, and the sender says why.
             // takes keys, and why not, once.
             tx = try Sender.connect(host: host, port: port, identity: identity, receiver: receiver,
                                     keyboard: run.keyboard != nil || typeText != nil,
-                                    log: { say("remolo: \($0)") })
+                                    // A device run says itself, once, why keys are not taken.
+                                    log: { if typeText != nil { say("remolo: \($0)") } })
         }
     } catch {
         fail("\(error)", code: 1)
