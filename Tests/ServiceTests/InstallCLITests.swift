@@ -21,7 +21,7 @@ import Testing
             #expect(first.output.contains("wrote \(root + p)"))
         }
         // ExecStart names the binary that ran.
-        #expect(read(root + ServiceFiles.systemUnitPath)?.contains("ExecStart=\(CLIProcess.binary) receive\n") == true)
+        #expect(read(root + ServiceFiles.systemUnitPath)?.contains("ExecStart=\(CLIProcess.binary) receive --output uinput\n") == true)
 
         let again = try remolo(["install", "--system", "--root", root])
         #expect(again.status == 0 && again.output.components(separatedBy: "unchanged ").count == Self.paths.count + 1, "\(again.output)")
@@ -82,7 +82,7 @@ import Testing
             let first = p == ServiceFiles.manPagePath ? ServiceFiles.manMarker : ServiceFiles.marker
             #expect(r.output.contains("### \(root + p)\n\(first)"), "\(p): \(r.output)")
         }
-        #expect(r.output.contains("ExecStart=/usr/bin/remolo receive --rt 20"))
+        #expect(r.output.contains("ExecStart=/usr/bin/remolo receive --output uinput --rt 20"))
         #expect(r.output.contains(#"KERNEL=="uinput""#) && r.output.contains("\nuinput\n"))
         #expect(!exists(root), "--print created \(root)")
     }
@@ -97,7 +97,7 @@ import Testing
         let r = try remolo(["install", "--user", "--root", root])
         #expect(r.status == 0, "\(r.output)")
         let text = try #require(read(root + unit), "no user unit at \(root + unit): \(r.output)")
-        #expect(text.contains("Environment=REMOLO_CONFIG_DIR=%E/remolo") && text.contains("WantedBy=default.target"))
+        #expect(text.contains("Environment=REMOLO_CONFIG_DIR=%E/remolo") && text.contains("WantedBy=graphical-session.target") && text.contains("receive --output auto"))
         for d in docs { #expect(read(root + d).map { ServiceFiles.isOurs($0) } == true, "\(d): \(r.output)") }
         #expect(r.output.contains("systemctl --user daemon-reload"))
         let un = try remolo(["uninstall", "--user", "--root", root])
@@ -117,7 +117,7 @@ import Testing
             let text = try #require(read(root + p), "\(p) not written: \(r.output)")
             #expect(ServiceFiles.isOurs(text, layout: .package) && !ServiceFiles.isOurs(text), "\(p)")
         }
-        #expect(read(root + ServiceFiles.packageUnitPath)?.contains("ExecStart=/usr/bin/remolo receive\n") == true)
+        #expect(read(root + ServiceFiles.packageUnitPath)?.contains("ExecStart=/usr/bin/remolo receive --output uinput\n") == true)
         #expect(!r.output.contains("next:"), "a package's scripts do the rest: \(r.output)")
         let again = try remolo(["install", "--package", "--bin", "/usr/bin/remolo", "--root", root])
         #expect(again.status == 0 && again.output.components(separatedBy: "unchanged ").count == paths.count + 1, "\(again.output)")

@@ -24,7 +24,7 @@ struct UnitTextTests {
         (24, "StateDirectory=remolo"), (25, "SupplementaryGroups=input"),
         (26, "SystemCallFilter=@system-service io_uring_setup io_uring_enter io_uring_register"),
         (27, "SystemCallFilter=~@privileged @resources"), (28, "Environment=REMOLO_CONFIG_DIR=%S/remolo"),
-        (29, "ExecStart=/usr/local/bin/remolo receive"), (30, "StateDirectoryMode=0700"),
+        (29, "ExecStart=/usr/local/bin/remolo receive --output uinput"), (30, "StateDirectoryMode=0700"),
         (31, "ProtectProc=invisible"), (32, "ProcSubset=pid"), (33, "PrivateMounts=yes"),
         (34, "WantedBy=multi-user.target"), (35, "SystemCallErrorNumber=EPERM"),
     ] as [(Int, String)])
@@ -45,7 +45,7 @@ struct UnitTextTests {
     @Test("3: --rt keeps CAP_SYS_NICE only, passes the priority and drops RestrictRealtime=")
     func realtime() throws {
         let l = try Self.lines(ServiceSpec(scope: .system, binary: Self.binary, realtimePriority: 40))
-        #expect(l.contains("ExecStart=/usr/local/bin/remolo receive --rt 40"))
+        #expect(l.contains("ExecStart=/usr/local/bin/remolo receive --output uinput --rt 40"))
         #expect(l.filter { $0.hasPrefix("AmbientCapabilities=") } == ["AmbientCapabilities=CAP_SYS_NICE"])
         #expect(l.filter { $0.hasPrefix("CapabilityBoundingSet=") } == ["CapabilityBoundingSet=CAP_SYS_NICE"])
         #expect(!l.contains { $0.hasPrefix("RestrictRealtime=") })
@@ -61,14 +61,14 @@ struct UnitTextTests {
         let l = try Self.lines(ServiceSpec(scope: .user, binary: Self.binary))
         for d in ["Environment=REMOLO_CONFIG_DIR=%E/remolo", "NoNewPrivileges=yes", "MemoryDenyWriteExecute=yes",
                   "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX", "RestrictRealtime=yes", "SystemCallArchitectures=native",
-                  "LockPersonality=yes", "UMask=0077", "Restart=on-failure", "WantedBy=default.target"] {
+                  "LockPersonality=yes", "UMask=0077", "Restart=on-failure", "WantedBy=graphical-session.target", "PartOf=graphical-session.target"] {
             #expect(l.contains(d), "missing `\(d)`")
         }
         for prefix in ["DynamicUser=", "CapabilityBoundingSet=", "AmbientCapabilities=", "ProtectSystem=", "StateDirectory="] {
             #expect(!l.contains { $0.hasPrefix(prefix) }, "a user unit cannot use \(prefix)")
         }
         let rt = try Self.lines(ServiceSpec(scope: .user, binary: Self.binary, realtimePriority: 5))
-        #expect(rt.contains("ExecStart=/usr/local/bin/remolo receive --rt 5"))
+        #expect(rt.contains("ExecStart=/usr/local/bin/remolo receive --output auto --rt 5"))
         #expect(!rt.contains { $0.hasPrefix("RestrictRealtime=") || $0.hasPrefix("AmbientCapabilities=") })
     }
 

@@ -219,10 +219,15 @@ public enum ServiceFiles {
         if let p = spec.realtimePriority, !(1...99).contains(p) {
             throw ServiceError("--rt takes a priority from 1 to 99, not \(p)")
         }
-        var exec = try execWord(spec.binary) + " receive"
-        if let p = spec.realtimePriority { exec += " --rt \(p)" }
         let rt = spec.realtimePriority != nil
         let system = spec.scope == .system
+        // The system service runs before and without any login: a uinput
+        // pointer (the only output there is). A user's service runs in the
+        // desktop session, where the desktop's own injection path (the
+        // RemoteDesktop portal, XTest) moves the pointer unaccelerated
+        // (docs/desktop.md): --output auto picks it.
+        var exec = try execWord(spec.binary) + " receive --output " + (system ? "uinput" : "auto")
+        if let p = spec.realtimePriority { exec += " --rt \(p)" }
 
         var l: [String] = [marker(spec.layout), "# Options go in the config file ($REMOLO_CONFIG_DIR/config, the keys of"]
         l.append(spec.layout == .local
@@ -240,6 +245,14 @@ public enum ServiceFiles {
                 // after installing modules-load.d (systemd.special(7)).
                 "Wants=modprobe@uinput.service",
                 "After=modprobe@uinput.service network.target",
+            ]
+        } else {
+            l += [
+                "# Started with the desktop session and stopped with it, so that its",
+                "# WAYLAND_DISPLAY/DISPLAY and session bus are there (systemd.special(7),",
+                "# graphical-session.target).",
+                "PartOf=graphical-session.target",
+                "After=graphical-session.target",
             ]
         }
         l += [
@@ -334,7 +347,7 @@ public enum ServiceFiles {
             "SystemCallErrorNumber=EPERM",
             "",
             "[Install]",
-            "WantedBy=\(system ? "multi-user.target" : "default.target")",
+            "WantedBy=\(system ? "multi-user.target" : "graphical-session.target")",
             "",
         ]
         return l.joined(separator: "\n")
