@@ -6,7 +6,7 @@ import RemoloSystem
 import RemoloWeb
 
 // The receive loop's timing, each figure next to the floor it is compared
-// with, measured in the same run (README, Benchmarks). The loop is the real
+// with, measured in the same run (docs/benchmarks.md). The loop is the real
 // one (BenchLoop: io_uring on loopback UDP, ptrdev writing to /dev/null),
 // fed motion at about 120 datagrams a second with intervals drawn from
 // 7.3-9.3 ms, so that segments fall due at every phase of the 480 Hz tick.

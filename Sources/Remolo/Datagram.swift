@@ -1,6 +1,6 @@
 // Sealed pointer datagrams: the Swift face of CSources/RemoloCore/wire.c.
 // The layout and the replay rule are specified in remolo_wire.h (and
-// the README's Protocol section). No C type appears in this API.
+// docs/protocol.md). No C type appears in this API.
 internal import CSodium
 internal import RemoloCore
 import RemoloSession
@@ -26,7 +26,7 @@ public enum DatagramDropReason: Int, Error, CaseIterable, Sendable {
     /// Authentic, known kind, fields out of range.
     case badField = 7
 
-    /// The name in the README, `--stats` and the JSON statistics.
+    /// The name in docs/protocol.md, `--stats` and the JSON statistics.
     public var name: String {
         switch self {
         case .short: "short"

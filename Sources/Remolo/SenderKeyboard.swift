@@ -1,5 +1,5 @@
 // The sender's keyboard: agreeing with the receiver that it takes keys
-// (hello, README Protocol "Extensions and the keyboard"), then keys and text
+// (hello, docs/protocol.md, "Extensions and the keyboard"), then keys and text
 // over the control channel, stamped with the sender clock like buttons.
 import Foundation
 import RemoloSession

@@ -20,7 +20,7 @@ public enum InputUnits {
     public static let pointsPerMillimetre: Double = pointsPerInch / millimetresPerInch
 
     /// Datagram deltas are Q8 fixed point: 256 units per pixel, or per
-    /// hi-res wheel unit (README, Protocol).
+    /// hi-res wheel unit (docs/protocol.md).
     public static let q8PerUnit: Double = 256
     /// Hi-res wheel units per notch (`REL_WHEEL_HI_RES`).
     public static let wheelUnitsPerNotch: Double = 120

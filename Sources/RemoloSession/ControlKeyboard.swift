@@ -1,5 +1,5 @@
 // The control channel's extension messages: hello (what each side speaks)
-// and the keyboard (key, text, refused). README, Protocol, "Extensions and
+// and the keyboard (key, text, refused). docs/protocol.md, "Extensions and
 // the keyboard".
 //
 // Older peers treat an unknown message type as a protocol error, so none of

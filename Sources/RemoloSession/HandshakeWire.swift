@@ -6,7 +6,7 @@
 // parser can refuse anything else before doing any cryptography. This file
 // depends only on Foundation/Glibc (fuzz harnesses compile it directly).
 
-/// The kinds of handshake message (README, Protocol, "Handshake").
+/// The kinds of handshake message (docs/protocol.md, "Handshake messages on the wire").
 public enum HandshakeMessageType: UInt8, Sendable, CaseIterable {
     /// IK message 1, sender -> receiver: e, es, s, ss, payload(version, TAI64N).
     case sessionInit = 0x01

@@ -22,7 +22,7 @@ public enum SessionClocks {
 /// in six groups of four (`7KQ2-M9XD-...`). 120 bits makes online guessing
 /// hopeless (one try per secret) and also offline guessing by someone who
 /// impersonates the receiver during pairing and sees the sender's PSK-keyed
-/// message 3 (README, Protocol, "Threat model").
+/// message 3 (docs/security.md).
 public struct PairingSecret: Sendable, Equatable, CustomStringConvertible {
     public static let byteCount = 15
     static let pskLabel = Array("remolo pairing psk v1".utf8)
@@ -112,7 +112,7 @@ public enum PairingCodeState: Equatable, Sendable {
 /// same directory honours a lockout another one started, and failures keep
 /// doubling it across processes.
 public final class PairingAuthority: Sendable {
-    /// A code's lifetime (README, Protocol, "Pairing code"); no option makes it longer.
+    /// A code's lifetime (docs/protocol.md, "Pairing code"); no option makes it longer.
     public static let defaultLifetime: Double = 300
     /// Lockout after the n-th consecutive failure: min(maxLockout, base * 2^(n-1)).
     public static let baseLockout: Double = 2

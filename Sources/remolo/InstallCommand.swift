@@ -33,7 +33,7 @@ overwritten.
               \(ServiceFiles.packageModulesLoadPath), /usr/share/man,
               /usr/share/bash-completion), under --root: packaging/deb/build
 
-Options of the receiver go in $REMOLO_CONFIG_DIR/config (README, "Run as a service").
+Options of the receiver go in $REMOLO_CONFIG_DIR/config (docs/service.md).
 """
 
 let uninstallUsage = """
@@ -212,7 +212,7 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
     }
     say(next)
     let config = r.scope == .system ? ConfigDirectory.serviceDefault : ConfigDirectory.forUser().path
-    say("options: \(config)/\(ReceiveConfig.fileName) (the keys of `remolo receive`, README \"Run as a service\")")
+    say("options: \(config)/\(ReceiveConfig.fileName) (the keys of `remolo receive`, docs/service.md)")
 }
 
 @Sendable func uninstallCommand(_ args: [String]) {

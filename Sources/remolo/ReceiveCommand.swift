@@ -29,8 +29,8 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
               [fe80::1%wlan0]:\(defaultPort))
   --stats     print the loop's counters every SECONDS
   --stats-json  print them as one JSON object per line (drop reasons as in
-              the README: short, long, unknown_session, replay, bad_tag,
-              bad_kind, bad_field)
+              docs/protocol.md: short, long, unknown_session, replay,
+              bad_tag, bad_kind, bad_field)
   --pair      also issue a pairing code now and print it (with --web: as
               the page's URL and a QR code for the phone's camera)
   --keyboard allow|deny
@@ -243,7 +243,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
                 let url = pageURL + "#pair=" + code
                 say("pair a phone: \(url)")
                 if let qr = WebBridge.qrCode(url) { print(qr, terminator: ""); fflush(nil) }
-                say("(the browser warns once about the self-signed certificate: see the README, \"The phone page\")")
+                say("(the browser warns once about the self-signed certificate: see docs/phone-page.md)")
             }
         } catch {
             say("no pairing code: \(error)")
@@ -255,7 +255,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var lastStats = Date()
     while true {
         // With nothing to print and no end time, sleep until a signal: an
-        // idle receiver's threads all block (README, Benchmarks:
+        // idle receiver's threads all block (docs/benchmarks.md:
         // rx.idle_wakeups_per_s).
         guard statsEvery != nil || seconds != nil else {
             var sig: Int32 = 0

@@ -8,7 +8,7 @@
  *
  *   1xx  ChaCha20-Poly1305 (RFC 8439 2.8.2) through wire_aead_*, as wire.c
  *        calls libsodium                            (Tests/WireTests/AEADTests)
- *   2xx  the README's 49-byte datagram through wire_seal/wire_open, a flipped
+ *   2xx  docs/protocol.md's 49-byte datagram through wire_seal/wire_open, a flipped
  *        bit, a replay                          (Tests/WireTests/DatagramTests)
  *   3xx  drain conservation: emitted * 256 + remainder == input, exactly
  *                                            (Tests/RemoloCoreTests/DrainTests)
@@ -77,7 +77,7 @@ _Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0), "u64 atomics with
 _Static_assert(sizeof(struct playout_pkt) == 20 || sizeof(struct playout_pkt) == 24,
 	       "playout_pkt: u64 + 2 i32 + u16 + 2 u8, padded to its alignment");
 _Static_assert(sizeof(struct rx_stats) % 8 == 0, "stats: whole u64 words");
-/* Datagram offsets as the README's table has them. */
+/* Datagram offsets as docs/protocol.md's table has them. */
 _Static_assert(WIRE_OFF_ID == 0 && WIRE_OFF_COUNTER == 8 && WIRE_OFF_CT == 16 && WIRE_OFF_TAG == 33 &&
 	       WIRE_DATAGRAM_LEN == 49, "datagram layout");
 
@@ -264,9 +264,9 @@ static void t_rfc_tamper(const void *arg)
 	CHECK(n == -1, "returned %d", n);
 }
 
-/* ---- 2xx: the README's datagram ---------------------------------------- */
+/* ---- 2xx: docs/protocol.md's datagram ---------------------------------- */
 
-/* README, Protocol > Pointer datagrams: key 00..1f, id "remolo-A",
+/* docs/protocol.md, Pointer datagrams: key 00..1f, id "remolo-A",
  * counter 0, motion dx 785 dy -1280, tx_us 1000000. */
 static const char readme_dgram[] =
 	"72 65 6d 6f 6c 6f 2d 41  00 00 00 00 00 00 00 00"
@@ -313,7 +313,7 @@ static void t_dgram_seal(const void *arg)
 	n = wire_seal(key, id_a, 0, &pkt, got, sizeof(got));
 	CHECK(n == (int)WIRE_DATAGRAM_LEN, "returned %d", n);
 	for (unsigned i = 0; i < WIRE_DATAGRAM_LEN; i++)
-		CHECK(got[i] == want[i], "byte %u: 0x%02x, the README has 0x%02x", i, got[i], want[i]);
+		CHECK(got[i] == want[i], "byte %u: 0x%02x, docs/protocol.md has 0x%02x", i, got[i], want[i]);
 }
 
 static void t_dgram_open(const void *arg)
@@ -933,13 +933,13 @@ static const struct tcase cases[] = {
 	{ 108, "RFC vector, key bit flipped", t_rfc_tamper, &tampers[5] },
 	{ 109, "RFC vector, tag truncated", t_rfc_tamper, &tampers[6] },
 	{ 110, "RFC vector, aad dropped", t_rfc_tamper, &tampers[7] },
-	{ 201, "README datagram, sealed byte for byte", t_dgram_seal, NULL },
-	{ 202, "README datagram, opened", t_dgram_open, NULL },
-	{ 203, "README datagram, session id bit flipped", t_dgram_flip, &flips[0] },
-	{ 204, "README datagram, counter bit flipped", t_dgram_flip, &flips[1] },
-	{ 205, "README datagram, ciphertext bit flipped", t_dgram_flip, &flips[2] },
-	{ 206, "README datagram, tag bit flipped", t_dgram_flip, &flips[3] },
-	{ 207, "README datagram, each of 392 bits flipped", t_dgram_every_bit, NULL },
+	{ 201, "protocol.md datagram, sealed byte for byte", t_dgram_seal, NULL },
+	{ 202, "protocol.md datagram, opened", t_dgram_open, NULL },
+	{ 203, "protocol.md datagram, session id bit flipped", t_dgram_flip, &flips[0] },
+	{ 204, "protocol.md datagram, counter bit flipped", t_dgram_flip, &flips[1] },
+	{ 205, "protocol.md datagram, ciphertext bit flipped", t_dgram_flip, &flips[2] },
+	{ 206, "protocol.md datagram, tag bit flipped", t_dgram_flip, &flips[3] },
+	{ 207, "protocol.md datagram, each of 392 bits flipped", t_dgram_every_bit, NULL },
 	{ 208, "replays, counters beyond 2^32", t_dgram_replay, NULL },
 	{ 301, "drain conservation, seed policy, stream 1", t_drain, &drains[0] },
 	{ 302, "drain conservation, seed policy, stream 2", t_drain, &drains[1] },

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """An independent implementation of Remolo's sealed pointer datagram,
-written from the layout in the README's Protocol section (the same text
+written from the layout in docs/protocol.md (the same text
 heads CSources/RemoloCore/include/remolo_wire.h), using only the
 `cryptography` package (PyPI) for ChaCha20-Poly1305 (RFC 8439).
 

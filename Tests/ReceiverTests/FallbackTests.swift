@@ -7,7 +7,7 @@ import RemoloSystem
 import Synchronization
 import Testing
 
-/// The internet fallback (README, Protocol, "receipt"): when datagrams stop
+/// The internet fallback (docs/protocol.md, "receipt"): when datagrams stop
 /// getting through, motion moves to the control channel at about 30
 /// messages a second, played through the same playout; when they get
 /// through again, back to UDP. Nothing that arrives is lost or doubled.

@@ -7,7 +7,7 @@ import Testing
 
 /// What each side speaks, agreed per session over real TCP: a sender that
 /// asks for the keyboard, a receiver that takes keys or not, and a receiver
-/// written before extensions (README, Protocol, "Extensions and the keyboard").
+/// written before extensions (docs/protocol.md, "Extensions and the keyboard").
 extension RxSuite {
     @Suite struct KeyboardNegotiationTests {
         typealias Pair = ReceiverTests.Pair

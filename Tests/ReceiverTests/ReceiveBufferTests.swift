@@ -3,8 +3,8 @@ import Foundation
 import RemoloSystem
 import Testing
 
-/// The UDP receive buffer the receiver asks for and reports (README,
-/// Options, "UDP receive buffer").
+/// The UDP receive buffer the receiver asks for and reports
+/// (docs/architecture.md, "The receiver's sockets").
 extension RxSuite {
     @Suite struct ReceiveBufferTests {
         @Test("1: the receiver gets the buffer it asks for, or says how to get it")

@@ -8,7 +8,7 @@ import Testing
 import RemoloTestSupport
 
 /// How the whole receiver ends sessions, and what the control channel may
-/// still play (README, Protocol: bye reasons, control messages).
+/// still play (docs/protocol.md: bye reasons, control messages).
 extension RxSuite {
     @Suite struct SessionEndTests {
         typealias Pair = ReceiverTests.Pair
@@ -96,14 +96,15 @@ extension RxSuite {
             #expect(rx.stats.totalHWheelHiRes == 60)
         }
 
-        @Test("5: drop reasons and counters are named as in the README")
-        func statsNamesMatchTheReadme() throws {
-            let readme = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md").path,
+        @Test("5: drop reasons and counters are named as in docs/protocol.md")
+        func statsNamesMatchTheProtocolPage() throws {
+            let page = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/protocol.md").path,
                 encoding: .utf8)
             for r in DatagramDropReason.allCases {
-                #expect(readme.contains("`\(r.name)`"), "README does not name drop reason \(r.name)")
+                #expect(page.contains("`\(r.name)`"), "docs/protocol.md does not name drop reason \(r.name)")
             }
+            #expect(page.contains("`clamped_packets`"), "docs/protocol.md does not name clamped_packets")
             let rig = try LoopRig()
             let json = rig.stats.json
             for r in DatagramDropReason.allCases { #expect(json.contains("\"\(r.name)\":0")) }

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// One session's keyboard rules, message by message, in virtual time: the
-/// hello it answers, and each refusal (README, Protocol, "Extensions and the
+/// hello it answers, and each refusal (docs/protocol.md, "Extensions and the
 /// keyboard").
 @Suite struct SessionKeyboardTests {
     static let a: UInt16 = 30, shift: UInt16 = 42, ctrl: UInt16 = 29

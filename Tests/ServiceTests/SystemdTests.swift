@@ -8,7 +8,7 @@ import Testing
 /// unit allows: its system calls, its socket families, and no writable and
 /// executable memory. systemd is not PID 1 here, so the service is not started.
 @Suite(.serialized) struct SystemdTests {
-    /// The exposure the README states for each unit (`systemd-analyze security`,
+    /// The exposure docs/service.md states for each unit (`systemd-analyze security`,
     /// 0 = locked down, 10 = unprotected; up to 4.9 is "OK").
     static let statedExposure: [(String, [String], Double)] = [
         ("system", ["--system"], 1.5),
@@ -56,7 +56,7 @@ import Testing
         #expect(!r.output.contains("remolo.service:"), "verify warned about the unit: \(r.output)")
     }
 
-    @Test("2: systemd-analyze security --offline: the exposure stated in the README, or lower", arguments: [0, 1, 2])
+    @Test("2: systemd-analyze security --offline: the exposure stated in docs/service.md, or lower", arguments: [0, 1, 2])
     func security(_ index: Int) throws {
         guard let sa = which("systemd-analyze") else {
             return skip("security", "no systemd-analyze (Debian package systemd; Tests/run installs it)")
@@ -73,7 +73,7 @@ import Testing
                                 "no exposure in: \(r.output)")
         let value = line.split(separator: " ").compactMap { Double($0) }.first
         report("systemd-analyze security, \(name) unit: \(line.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "")")
-        #expect(value != nil && value! <= stated, "\(name): \(line) (README states \(stated))")
+        #expect(value != nil && value! <= stated, "\(name): \(line) (docs/service.md states \(stated))")
         if !args.contains("--user") { #expect(line.contains(" OK ") || line.contains(" SAFE "), "\(line)") }
     }
 

@@ -95,7 +95,7 @@ struct UnitTextTests {
         } throws: { ($0 as? ServiceError)?.message.contains(says) == true }
     }
 
-    @Test("7: every file starts with the marker; the rule and module entry are what the README says")
+    @Test("7: every file starts with the marker; the rule and module entry are what docs/service.md says")
     func otherFiles() throws {
         let files = try ServiceFiles.files(ServiceSpec(scope: .system, binary: Self.binary), environment: [:])
         #expect(files.map(\.path) == ["/etc/systemd/system/remolo.service", "/etc/udev/rules.d/60-remolo-uinput.rules",

@@ -27,7 +27,7 @@ struct ControlFrameTests {
         .refused(KeyRefused(sequence: 8, reason: .other(77), count: 1)),
     ]
 
-    /// The extension messages' bytes, written out by hand from the README
+    /// The extension messages' bytes, written out by hand from docs/protocol.md
     /// table (the page's tests hold the same vectors).
     @Test("7: extension messages encode exactly as the table says", arguments: [
         (1, ControlMessage.hello(ControlHello(features: .keyboard)), [0x09, 0, 0, 0, 1, 0]),

@@ -2,7 +2,7 @@ import Testing
 import Foundation
 @testable import RemoloDiscovery
 
-/// The `_remolo._udp` TXT record (README, Protocol, "Discovery").
+/// The `_remolo._udp` TXT record (docs/protocol.md, "Discovery").
 @Suite struct DiscoveryRecordTests {
     let fp = "7Q2M-9XKD-AAAA-BBBB-CCCC-DDDD-EEEE-FFFF"
 

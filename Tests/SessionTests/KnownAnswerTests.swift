@@ -3,12 +3,12 @@ import Testing
 @testable import RemoloSession
 import RemoloSystem
 
-/// Fixed answers for every derivation the README's Protocol section
+/// Fixed answers for every derivation docs/protocol.md
 /// specifies beyond the Noise core (which NoiseVectorTests covers), so a
 /// typo in a label, a wrong HKDF output or a wrong encoding fails here
 /// instead of only breaking an independent client.
 ///
-/// The expected bytes were computed outside this code base, from the README
+/// The expected bytes were computed outside this code base, from docs/protocol.md
 /// alone, with Python 3.11: `hashlib.blake2b(label + data, digest_size=n)`,
 /// `base64.b32encode` with its alphabet translated to Crockford's,
 /// `hmac.new(key, data, hashlib.blake2b)` for Noise's HKDF, `struct.pack`

@@ -6,7 +6,7 @@ import RemoloTestSupport
 @testable import RemoloSession
 import RemoloSystem
 
-/// Sessions that last, and sessions that end saying why (README, Protocol,
+/// Sessions that last, and sessions that end saying why (docs/protocol.md,
 /// "Timeouts and limits" and the bye reasons). Short limits, real sockets,
 /// each test longer than every timeout it involves.
 @Suite(.serialized) struct LifetimeTests {

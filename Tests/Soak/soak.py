@@ -112,7 +112,7 @@ class SocketQueue:
 # ---- junk ------------------------------------------------------------------
 
 def seal(key, session_id, counter, kind, a, b, tx_us):
-    """README, Protocol, Pointer datagrams (as Tests/Interop/datagram.py)."""
+    """docs/protocol.md, Pointer datagrams (as Tests/Interop/datagram.py)."""
     from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
     header = struct.pack("<8sQ", session_id, counter)
     nonce = b"\0\0\0\0" + struct.pack("<Q", counter)
@@ -536,7 +536,7 @@ def run(args, results):
         # (a flood at the kernel's pace on a shared machine); the receiver
         # says how many (socket.kernel_drops, SO_MEMINFO) and sock_diag agrees.
         # Real datagrams are never lost: "every real datagram opened" above
-        # is exact. The bound: JUNK_DROP_BOUND of the junk (README, Soak).
+        # is exact. The bound: JUNK_DROP_BOUND of the junk (docs/testing.md, Soak).
         kdrops = (final.get("socket") or {}).get("kernel_drops")
         check(kdrops is not None and kq is not None and kdrops == kq[2],
               "the receiver's kernel-drop count equals sock_diag's", f"receiver {kdrops}, sock_diag {kq}")

@@ -13,7 +13,7 @@ import { toHex, fromHex, concat } from "../../Sources/RemoloWeb/page/bytes.js";
 // The IK transcript's Split() keys (KnownAnswerTests.swift).
 const k1 = fromHex("e5a7ef420e26421734c82df62522251fa2f56a6626d64039756ffec438b2883f");
 const k2 = fromHex("065bc21e75d5ac1c0d227dcd158cc9e1979fc30efeb558622535b4b84eb6c80a");
-// Frames computed from the README alone with Python's cryptography package:
+// Frames computed from docs/protocol.md alone with Python's cryptography package:
 // u16 L | u64 BE counter | ChaCha20Poly1305(key).encrypt(00000000 || counter LE, message, L || counter).
 const frames = {
   ping0: "002100000000000000008e7b1a724ac2ece245a4043e8436a7ef87ea5581b6f1379943",
@@ -89,7 +89,7 @@ test("key confirmation: frame 0 is ping(token); only pong(token) confirms; a ref
   assert.throws(() => refused.feed(fromHex("7f03")), (e) => e instanceof HandshakeError && e.reason === "pairingSecretWrong");
 });
 
-// A receiver in memory: the Noise responder with the README's framing and payloads.
+// A receiver in memory: the Noise responder with docs/protocol.md's framing and payloads.
 async function receiverSide(pattern, staticKey, psk) {
   const noise = new HandshakeState({ pattern, initiator: false, prologue: PROLOGUE, staticKey, psk });
   const sessionId = globalThis.crypto.getRandomValues(new Uint8Array(8));

@@ -1,4 +1,4 @@
-// The page's sealed pointer datagrams against the README's test vector,
+// The page's sealed pointer datagrams against docs/protocol.md's test vector,
 // the Swift layout, and tampering.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -8,7 +8,7 @@ import { toHex, fromHex, utf8 } from "../../Sources/RemoloWeb/page/bytes.js";
 const key = Uint8Array.from({ length: 32 }, (_, i) => i);
 const sessionId = utf8("remolo-A");
 
-test("README test vector: the 49-byte motion datagram", () => {
+test("docs/protocol.md test vector: the 49-byte motion datagram", () => {
   const d = new DatagramSealer(key, sessionId).seal(motion(785, -1280), 1_000_000);
   assert.equal(d.length, DATAGRAM_LENGTH);
   assert.equal(toHex(d),
@@ -29,7 +29,7 @@ test("the counter starts at 0, rises by one, is little-endian in the header and 
   assert.equal(openDatagram(key, big).counter, 0x0102030405060708n);
 });
 
-test("every kind's fields land where the README puts them", () => {
+test("every kind's fields land where docs/protocol.md puts them", () => {
   const s = new DatagramSealer(key, sessionId);
   const cases = [
     [motion(-1, 2147483647), { kind: Kind.motion, a: -1, b: 2147483647 }],

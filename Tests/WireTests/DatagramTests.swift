@@ -65,7 +65,7 @@ import Testing
                                      kind: c.payload.kind!.rawValue, a: a, b: b, tx: c.tx))
     }
 
-    /// The vector printed in the README's Protocol section.
+    /// The vector printed in docs/protocol.md.
     @Test func publishedVector() throws {
         let vector = unhex("""
             72 65 6d 6f 6c 6f 2d 41

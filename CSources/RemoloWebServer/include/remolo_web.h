@@ -21,7 +21,7 @@ struct remolo_web_file {
     size_t length;
 };
 
-/// Bounds of the web port (README, "The phone page").
+/// Bounds of the web port (docs/phone-page.md).
 enum {
     REMOLO_WEB_MAX_CONNECTIONS = 32,       // TLS connections at once; more are closed at accept
     REMOLO_WEB_SETUP_TIMEOUT_MS = 5000,    // TLS handshake + first request line and headers

@@ -26,7 +26,8 @@ public final class Receiver: @unchecked Sendable {
     /// The TCP and UDP port.
     public let port: UInt16
     private let udp: Int32
-    /// The UDP socket's receive buffer: asked for and got (README, limits).
+    /// The UDP socket's receive buffer: asked for and got
+    /// (docs/architecture.md, "The receiver's sockets").
     public let receiveBuffer: ReceiveBuffer
     private let udpClosed = Mutex(false)
     /// The socket's kernel drops as read when it closed.
@@ -272,7 +273,7 @@ public final class Receiver: @unchecked Sendable {
         }
         // After the sender's own end (bye or close), its last datagrams may
         // still be in flight behind the faster TCP segment: they count for
-        // `endGrace` more (README, Protocol, "Timeouts and limits").
+        // `endGrace` more (docs/protocol.md, "Timeouts and limits").
         if grace { usleep(endGrace) }
         _ = try? loop.removeSession(id)
         sessions.forget(id)

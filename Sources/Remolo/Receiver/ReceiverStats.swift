@@ -1,4 +1,4 @@
-// The receive loop's counters, as the README names them.
+// The receive loop's counters, as docs/protocol.md names them.
 
 internal import RemoloCore
 import Foundation
@@ -150,7 +150,7 @@ public struct ReceiverStats: Sendable, Equatable {
     }
 
     /// One JSON object on one line (`remolo receive --stats-json`): every
-    /// counter, drops under the README's reason names.
+    /// counter, drops under docs/protocol.md's reason names.
     public var json: String { json() }
 
     /// The same, with `keys` added to the "keys" object and `extra` fields

@@ -1,6 +1,6 @@
 // One session's keyboard on the receiver: the hello it answers, and the
 // checks a key or text message passes before anything reaches the loop
-// (README, Protocol, "Extensions and the keyboard"). Bad input is refused
+// (docs/protocol.md, "Extensions and the keyboard"). Bad input is refused
 // with a reason and counted; none of it can leave a key held: the loop
 // releases every key a session holds when the session ends.
 import Foundation

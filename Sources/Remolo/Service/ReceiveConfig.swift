@@ -21,7 +21,7 @@ public enum ReceiveConfig {
     public struct Key: Sendable, Equatable {
         public let name: String
         public let takesValue: Bool
-        /// What the README's keys table says about it.
+        /// What docs/service.md's keys table says about it.
         public let example: String
     }
 

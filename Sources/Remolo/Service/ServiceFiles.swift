@@ -183,7 +183,7 @@ public enum ServiceFiles {
         ]
     }
 
-    /// The rule the README and PointerDeviceError name, plus what a service
+    /// The rule docs/service.md and PointerDeviceError name, plus what a service
     /// needs: `static_node=uinput` applies it to the node devtmpfs creates
     /// before the module is loaded (udev(7), OPTIONS), `uaccess` gives the
     /// person at the seat access for `--user` units.
@@ -211,7 +211,7 @@ public enum ServiceFiles {
     }
 
     /// The unit. Every directive is explained where it is set; the numbers
-    /// `systemd-analyze security` gives it are in the README.
+    /// `systemd-analyze security` gives it are in docs/service.md.
     public static func unit(_ spec: ServiceSpec) throws(ServiceError) -> String {
         guard spec.binary.hasPrefix("/") else {
             throw ServiceError("the remolo binary must be an absolute path, not '\(spec.binary)'; pass --bin /usr/local/bin/remolo")

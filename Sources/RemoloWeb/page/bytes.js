@@ -1,6 +1,6 @@
 // Byte helpers shared by the page's protocol modules: hex for tests and
-// logs, concatenation, and the fixed-width integer encodings the README's
-// Protocol section uses (big-endian on the TCP connection, little-endian in
+// logs, concatenation, and the fixed-width integer encodings
+// docs/protocol.md uses (big-endian on the TCP connection, little-endian in
 // datagrams and AEAD nonces).
 
 /** Lowercase hex of a Uint8Array. */

@@ -1,5 +1,5 @@
 // Control frames and messages, after the handshake on the same connection
-// (README, Protocol, "Control frames"):
+// (docs/protocol.md, "Control frames"):
 //
 //   u16 L | u64 counter | AEAD(key_dir, nonce(counter), ad = L || counter, message)
 //

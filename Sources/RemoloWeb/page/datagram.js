@@ -1,4 +1,4 @@
-// Sealed pointer datagrams (README, Protocol, "Pointer datagrams"): 49
+// Sealed pointer datagrams (docs/protocol.md, "Pointer datagrams"): 49
 // bytes each, sender to receiver over UDP, all integers little-endian.
 //
 //   0  session id (8)  | 8 counter u64 (8) | 16 ciphertext (17) | 33 tag (16)

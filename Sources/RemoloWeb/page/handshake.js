@@ -1,4 +1,4 @@
-// The sender's side of the Remolo session handshake (README, Protocol,
+// The sender's side of the Remolo session handshake (docs/protocol.md,
 // "Sessions"): Noise IK for a paired receiver, Noise XXpsk3 to pair with a
 // code, the wire framing of each message, the payloads, and the session's
 // keys. Bytes in, bytes out: the caller moves them over its connection.
@@ -12,7 +12,7 @@ export const PROLOGUE = utf8("Remolo handshake v1");
 export const DATAGRAM_KEY_LABEL = "remolo datagram key v1";
 export const PAYLOAD_VERSION = 1;
 
-/** Handshake message types (the README's table "Handshake messages on the wire"). */
+/** Handshake message types (docs/protocol.md's table "Handshake messages on the wire"). */
 export const MessageType = Object.freeze({
   sessionInit: 0x01, sessionResponse: 0x02, pairInit: 0x11, pairResponse: 0x12, pairFinish: 0x13, refusal: 0x7f,
 });
@@ -209,7 +209,7 @@ export class SenderHandshake {
     return reply;
   }
 
-  // README "Keys": the datagram key from HKDF(ck, label, 2) output 1, then
+  // docs/protocol.md, "Keys": the datagram key from HKDF(ck, label, 2) output 1, then
   // Split()'s k1 (sender -> receiver) and k2 (receiver -> sender).
   finish(sessionId) {
     const datagramKey = this.noise.symmetric.deriveExtraKey(DATAGRAM_KEY_LABEL);

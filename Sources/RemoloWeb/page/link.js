@@ -176,7 +176,7 @@ export class Link {
     };
     for (const c of sock.chunks.splice(0)) sock.onChunk(c);
     sock.onClose = (why) => end(why);
-    // Keepalive (README, Timeouts): a ping every 10 s; nothing heard for
+    // Keepalive (docs/protocol.md, "Timeouts and limits"): a ping every 10 s; nothing heard for
     // 15 s means the session is dead.
     this.timer = setInterval(() => {
       if (Date.now() - this.lastHeard > DEAD_AFTER_MS) return end("no answer from the receiver for 15 s");
@@ -219,7 +219,7 @@ export class Link {
     return true;
   }
 
-  /** Buffered bytes not yet on the wire (a WebSocket is TCP: see the README's transport note). */
+  /** Buffered bytes not yet on the wire (a WebSocket is TCP: see docs/phone-page.md, "Transport"). */
   get backlog() { return this.sock.ws.bufferedAmount; }
 
   close() {

@@ -1,6 +1,6 @@
 // The Noise Protocol Framework, revision 34 (https://noiseprotocol.org/noise.html),
-// for the two patterns and the one cipher suite Remolo uses (README,
-// Protocol, "Sessions"):
+// for the two patterns and the one cipher suite Remolo uses
+// (docs/protocol.md, "Sessions"):
 //
 //   Noise_IK_25519_ChaChaPoly_BLAKE2b      every session of a paired sender
 //   Noise_XXpsk3_25519_ChaChaPoly_BLAKE2b  pairing, with the pairing code's PSK

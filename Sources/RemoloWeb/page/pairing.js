@@ -1,4 +1,4 @@
-// What people type and compare (README, Protocol, "Identity" and "Pairing
+// What people type and compare (docs/protocol.md, "Identity" and "Pairing
 // code"): Crockford base32, the pairing code and the PSK it stands for,
 // and the fingerprint of a public key.
 

@@ -1,4 +1,4 @@
-// A sender's session after its handshake (README, Protocol, "Key
+// A sender's session after its handshake (docs/protocol.md, "Key
 // confirmation" and "Control frames"): the control channel's two
 // directions, and the ping/pong that confirms the keys. The receiver
 // registers the datagram key only after our ping, and a new pairing is

@@ -82,7 +82,7 @@ export async function importPublicKey(raw) {
 
 /**
  * DH(private key, peer's raw public key): the 32-byte shared secret.
- * An all-zero result (a low-order peer point) is refused, as the README's
+ * An all-zero result (a low-order peer point) is refused, as docs/protocol.md's
  * Primitives table requires and Noise revision 34 section 12.1 allows;
  * WebCrypto implementations either throw or return zeros for it, and both
  * end up as this one error.
