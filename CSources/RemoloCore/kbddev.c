@@ -13,6 +13,7 @@
 #include <libevdev/libevdev-uinput.h>
 
 #include "remolo_kbddev.h"
+#include "evframe.h"
 
 /* The keys, as ranges of evdev codes (linux/input-event-codes.h). Left
  * out on purpose: KEY_POWER, KEY_SLEEP, KEY_WAKEUP, KEY_SUSPEND and the
@@ -128,15 +129,6 @@ int kbddev_init_fd(struct kbddev *d, int fd)
 	return 0;
 }
 
-static void put(struct input_event *ev, int *n, unsigned int type, unsigned int code, int value)
-{
-	memset(&ev[*n], 0, sizeof(ev[*n]));
-	ev[*n].type = (uint16_t)type;
-	ev[*n].code = (uint16_t)code;
-	ev[*n].value = value;
-	(*n)++;
-}
-
 int kbddev_encode(struct input_event *ev, size_t cap, const struct playout_key *keys, uint32_t n,
 		  uint64_t held[PLAYOUT_KEY_WORDS])
 {
@@ -154,32 +146,17 @@ int kbddev_encode(struct input_event *ev, size_t cap, const struct playout_key *
 
 		/* Down and up of one key inside one frame would cancel out. */
 		if (bit(touched, c)) {
-			put(ev, &k, EV_SYN, SYN_REPORT, 0);
+			evframe_put(ev, &k, EV_SYN, SYN_REPORT, 0);
 			memset(touched, 0, sizeof(touched));
 		}
 		put_bit(touched, c, true);
-		put(ev, &k, EV_KEY, c, keys[i].down ? 1 : 0);
+		evframe_put(ev, &k, EV_KEY, c, keys[i].down ? 1 : 0);
 		put_bit(held, c, keys[i].down);
 	}
 	if (k == 0)
 		return 0;
-	put(ev, &k, EV_SYN, SYN_REPORT, 0);
+	evframe_put(ev, &k, EV_SYN, SYN_REPORT, 0);
 	return k;
-}
-
-static int write_frame(struct kbddev *d, int n)
-{
-	size_t len = (size_t)n * sizeof(d->frame[0]);
-	ssize_t w;
-
-	do {
-		w = write(d->fd, d->frame, len);
-	} while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -errno;
-	if ((size_t)w != len)
-		return -EIO;
-	return (int)w;
 }
 
 /* Brings the device's keys to what was asked for, PLAYOUT_KEY_PER_TICK
@@ -212,7 +189,7 @@ static int reconcile(struct kbddev *d)
 				n = kbddev_encode(d->frame, REMOLO_KBDDEV_FRAME_MAX, fix, nfix, held);
 				if (n <= 0)
 					return n;
-				ret = write_frame(d, n);
+				ret = evframe_write(d->fd, d->frame, n);
 				if (ret < 0)
 					return ret;
 				memcpy(d->held, held, sizeof(held));
@@ -263,7 +240,7 @@ int kbddev_write(struct kbddev *d, const struct playout_out *out)
 	k = kbddev_encode(d->frame, REMOLO_KBDDEV_FRAME_MAX, keys, n, held);
 	if (k <= 0)
 		return k;
-	ret = write_frame(d, k);
+	ret = evframe_write(d->fd, d->frame, k);
 	if (ret > 0)
 		memcpy(d->held, held, sizeof(held));
 	return ret;

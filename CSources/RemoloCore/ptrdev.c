@@ -15,6 +15,7 @@
 #include <libevdev/libevdev-uinput.h>
 
 #include "remolo_ptrdev.h"
+#include "evframe.h"
 
 static const unsigned int rel_axes[REMOLO_PTRDEV_AXES] = {
 	REL_X, REL_Y, REL_WHEEL, REL_HWHEEL, REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES,
@@ -87,16 +88,6 @@ int ptrdev_init_fd(struct ptrdev *d, int fd)
 	return 0;
 }
 
-static void put(struct input_event *ev, int *n, unsigned int type, unsigned int code, int value)
-{
-	/* The kernel stamps uinput events itself: the time field is ignored. */
-	memset(&ev[*n], 0, sizeof(ev[*n]));
-	ev[*n].type = (uint16_t)type;
-	ev[*n].code = (uint16_t)code;
-	ev[*n].value = value;
-	(*n)++;
-}
-
 int ptrdev_encode(struct input_event *ev, size_t cap, const struct playout_out *out,
 		  uint8_t *held)
 {
@@ -115,19 +106,19 @@ int ptrdev_encode(struct input_event *ev, size_t cap, const struct playout_out *
 	/* The kernel drops zero relative events; skipping them here keeps the
 	 * frame what a reader will actually see. */
 	if (out->dx)
-		put(ev, &n, EV_REL, REL_X, out->dx);
+		evframe_put(ev, &n, EV_REL, REL_X, out->dx);
 	if (out->dy)
-		put(ev, &n, EV_REL, REL_Y, out->dy);
+		evframe_put(ev, &n, EV_REL, REL_Y, out->dy);
 	/* Hi-res first, then the legacy notch, as the kernel's HID driver
 	 * orders them for a hi-res wheel. */
 	if (out->wheel_hires)
-		put(ev, &n, EV_REL, REL_WHEEL_HI_RES, out->wheel_hires);
+		evframe_put(ev, &n, EV_REL, REL_WHEEL_HI_RES, out->wheel_hires);
 	if (out->wheel)
-		put(ev, &n, EV_REL, REL_WHEEL, out->wheel);
+		evframe_put(ev, &n, EV_REL, REL_WHEEL, out->wheel);
 	if (out->hwheel_hires)
-		put(ev, &n, EV_REL, REL_HWHEEL_HI_RES, out->hwheel_hires);
+		evframe_put(ev, &n, EV_REL, REL_HWHEEL_HI_RES, out->hwheel_hires);
 	if (out->hwheel)
-		put(ev, &n, EV_REL, REL_HWHEEL, out->hwheel);
+		evframe_put(ev, &n, EV_REL, REL_HWHEEL, out->hwheel);
 
 	/* Buttons come after motion, so a press lands where the pointer has
 	 * moved to. A button already used in this frame closes it first:
@@ -136,11 +127,11 @@ int ptrdev_encode(struct input_event *ev, size_t cap, const struct playout_out *
 		uint8_t bit = (uint8_t)(1u << (out->btn[i].code - PLAYOUT_BTN_FIRST));
 
 		if (touched & bit) {
-			put(ev, &n, EV_SYN, SYN_REPORT, 0);
+			evframe_put(ev, &n, EV_SYN, SYN_REPORT, 0);
 			touched = 0;
 		}
 		touched |= bit;
-		put(ev, &n, EV_KEY, out->btn[i].code, out->btn[i].down ? 1 : 0);
+		evframe_put(ev, &n, EV_KEY, out->btn[i].code, out->btn[i].down ? 1 : 0);
 		if (out->btn[i].down)
 			state |= bit;
 		else
@@ -149,26 +140,9 @@ int ptrdev_encode(struct input_event *ev, size_t cap, const struct playout_out *
 
 	if (n == 0)
 		return 0;
-	put(ev, &n, EV_SYN, SYN_REPORT, 0);
+	evframe_put(ev, &n, EV_SYN, SYN_REPORT, 0);
 	*held = state;
 	return n;
-}
-
-static int write_frame(struct ptrdev *d, int n)
-{
-	size_t len = (size_t)n * sizeof(d->frame[0]);
-	ssize_t w;
-
-	do {
-		w = write(d->fd, d->frame, len);
-	} while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -errno;
-	/* uinput takes whole events or fails; a short count means the kernel
-	 * refused the rest. */
-	if ((size_t)w != len)
-		return -EIO;
-	return (int)w;
 }
 
 /* Brings the device's buttons to what the caller asked for. Needed after a
@@ -191,7 +165,7 @@ static int reconcile(struct ptrdev *d)
 	n = ptrdev_encode(d->frame, REMOLO_PTRDEV_FRAME_MAX, &fix, &held);
 	if (n <= 0)
 		return n;
-	ret = write_frame(d, n);
+	ret = evframe_write(d->fd, d->frame, n);
 	if (ret > 0)
 		d->held = held;
 	return ret;
@@ -218,7 +192,7 @@ int ptrdev_write(struct ptrdev *d, const struct playout_out *out)
 
 		d->want = out->btn[i].down ? (uint8_t)(d->want | bit) : (uint8_t)(d->want & ~bit);
 	}
-	ret = write_frame(d, n);
+	ret = evframe_write(d->fd, d->frame, n);
 	/* Only what reached the kernel counts as held. */
 	if (ret > 0)
 		d->held = held;
