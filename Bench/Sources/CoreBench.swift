@@ -47,7 +47,8 @@ private func packetNs(_ s: BenchSettings) -> Double {
             for _ in 0..<n {
                 let i = k & (stream.tx.count - 1)
                 var pkt = playout_pkt(tx_us: stream.tx[i] &+ UInt64(k >> 16) * 600_000_000, a: stream.dx[i], b: -stream.dx[i],
-                                      code: 0, kind: UInt8(PLAYOUT_KIND_MOTION.rawValue), down: 0)
+                                      code: 0, kind: UInt8(PLAYOUT_KIND_MOTION.rawValue), down: 0,
+                                      lost_n: 0, lost: (0, 0, 0, 0))
                 _ = playout_push(p, stream.rx[i] &+ UInt64(k >> 16) * 600_000_000, &pkt)
                 k += 1
             }
