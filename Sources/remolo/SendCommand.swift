@@ -156,12 +156,15 @@ the connection or says bye ends the session, and the sender says why.
     let (host, port): (String, UInt16)
     if let to { (host, port) = to } else { (host, port, found) = findKnownReceiver(dir) }
     let label = formatHostPort(host, port)
+    // Pairing alone (`--seconds 0`, e.g. with `remolo pair`, which pairs
+    // once and ends) sends nothing: no hello is said for redundancy.
+    let asksRedundancy = redundancy && (device != nil || seconds > 0)
 
     let tx: Sender
     do {
         if let code {
             tx = try Sender.pair(host: host, port: port, identity: identity, code: code,
-                                 directory: dir, label: label, keyboard: run.keyboard != nil, redundancy: redundancy)
+                                 directory: dir, label: label, keyboard: run.keyboard != nil, redundancy: asksRedundancy)
             say("paired with receiver \(tx.channel.peer.fingerprint)")
         } else {
             // A missing file is an empty list; an unreadable one is an error
@@ -177,7 +180,7 @@ the connection or says bye ends the session, and the sender says why.
             // With --keyboard the device run says whether the receiver
             // takes keys, and why not, once.
             tx = try Sender.connect(host: host, port: port, identity: identity, receiver: receiver,
-                                    keyboard: run.keyboard != nil, redundancy: redundancy)
+                                    keyboard: run.keyboard != nil, redundancy: asksRedundancy)
         }
     } catch {
         fail("\(error)", code: 1)

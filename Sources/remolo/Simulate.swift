@@ -10,7 +10,7 @@ let simulateUsage = """
 usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--display-hz HZ,...] [--drain-hz auto|HZ,...] [--sender-hz 60-240] [--duration SECONDS]
                        [--seed S] [--json|--markdown] [--trace FILE] [--write-trace FILE] [--svg FILE]
-                       [--perfect-network] [--frontier] [--transport LIST] [--gaps-lost] [--phases N] [--full-path]
+                       [--perfect-network] [--frontier] [--transport udp|redundant|tcp|both|all] [--gaps-lost] [--phases N] [--full-path]
 
   --scenario     S1..S7, a comma list, or all (default all)
   --policy       arrival, fixed:MS, seed, default, oracle (rate 0.1), oracle:RATE,
