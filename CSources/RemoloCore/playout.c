@@ -538,16 +538,15 @@ static void lost_span(struct playout *p, uint64_t rx_us, const struct playout_pk
 	int64_t span = frame * n, len;
 	uint64_t nom_start, nom_end, end;
 
-	if (since >= 0) {
-		/* Between the previous packet's frame and this one's. */
-		if (span > since - frame)
-			span = since - frame > 0 ? since - frame : 0;
-		nom_start = pl->slot - (uint64_t)since + (uint64_t)frame;
-	} else {
-		nom_start = pl->slot - (uint64_t)span;
-	}
+	/* Between the previous packet's frame and this one's. */
+	if (since >= 0 && span > since - frame)
+		span = since - frame > 0 ? since - frame : 0;
 	if (span > (int64_t)PLAYOUT_CFG_SEG_MAX_US)
 		span = PLAYOUT_CFG_SEG_MAX_US;
+	if (since >= 0 && since - frame < (int64_t)PLAYOUT_CFG_SEG_MAX_US)
+		nom_start = pl->slot - (uint64_t)since + (uint64_t)frame;
+	else
+		nom_start = pl->slot - (uint64_t)span;
 	nom_end = nom_start + (uint64_t)span;
 	len = cfg->lost_span_max_us && span > (int64_t)cfg->lost_span_max_us ? cfg->lost_span_max_us : span;
 	*start = nom_end - (uint64_t)len;

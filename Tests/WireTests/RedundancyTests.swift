@@ -234,6 +234,20 @@ import Testing
         let bound = Int64(REMOLO_MAX_MOTION_Q8) * 2 / 256
         #expect(sum == bound, "clamped to two datagrams' bound: \(sum)")
         #expect(p.stats.clamped == 2 && p.stats.recovered == 1)
+
+        // Hostile times and counts: a sender clock that runs back, the
+        // largest gap; bounded by 128 datagrams' worth, played within the
+        // longest segment, nothing left over.
+        let q = try Playout(config: .default)
+        q.push(.motion(dx: 256, dy: 0, at: 9_000_000), arrivalUs: 1_000_000)
+        pkt = .motion(dx: 0, dy: 0, at: 1_000)
+        pkt.lostDatagrams = .max
+        pkt.recovered = SIMD4(Int32.max, 0, 0, 0)
+        q.push(pkt, arrivalUs: 1_010_000)
+        sum = 0
+        for k in 0..<1_200 { sum += Int64(q.tick(nowUs: 1_000_000 + UInt64(k) * 2_083).dx) }
+        #expect(sum == 1 + Int64(REMOLO_MAX_MOTION_Q8) * Int64(REMOLO_LOST_BOUND_DATAGRAMS) / 256, "\(sum)")
+        #expect(q.queuedSegments == 0)
     }
 
     /// A session whose hello did not grant the feature is the session of
