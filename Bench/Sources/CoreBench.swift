@@ -30,7 +30,10 @@ private func newPlayout() -> UnsafeMutablePointer<playout> {
 
 /// `core.packet_ns`: one motion packet through offset + delay + enqueue,
 /// with the queue drained between batches (untimed) so it never fills.
-private func packetNs(_ s: BenchSettings) -> Double {
+/// `recoverEvery` > 0: every so many packets the one before was lost and
+/// this one carries its motion (the redundancy feature):
+/// `core.packet_ns.recovered` with 4.
+private func packetNs(_ s: BenchSettings, recoverEvery: Int = 0) -> Double {
     let n = 64
     let stream = Stream(count: 1 << 16, seed: 1)
     let p = newPlayout()
@@ -47,7 +50,12 @@ private func packetNs(_ s: BenchSettings) -> Double {
             for _ in 0..<n {
                 let i = k & (stream.tx.count - 1)
                 var pkt = playout_pkt(tx_us: stream.tx[i] &+ UInt64(k >> 16) * 600_000_000, a: stream.dx[i], b: -stream.dx[i],
-                                      code: 0, kind: UInt8(PLAYOUT_KIND_MOTION.rawValue), down: 0)
+                                      code: 0, kind: UInt8(PLAYOUT_KIND_MOTION.rawValue), down: 0,
+                                      lost_n: 0, lost: (0, 0, 0, 0))
+                if recoverEvery > 0 && k % recoverEvery == 0 {
+                    pkt.lost_n = 1
+                    pkt.lost = (stream.dx[i] / 2, 256, 0, 0)
+                }
                 _ = playout_push(p, stream.rx[i] &+ UInt64(k >> 16) * 600_000_000, &pkt)
                 k += 1
             }
@@ -93,7 +101,8 @@ private func tickNs(_ s: BenchSettings, active: Int) -> Double {
 
 /// `core.allocs_per_1e6`: heap allocations while 10^6 packets and their
 /// 480 Hz ticks go through the core (via the Swift `Playout` wrapper, as
-/// the receiver drives it), after a warm-up.
+/// the receiver drives it), after a warm-up; one in seven carries the
+/// motion of a lost one.
 private func allocsPer1e6(_ s: BenchSettings) -> Double {
     let count = s.quick ? 100_000 : 1_000_000
     let stream = Stream(count: 1 << 16, seed: 2)
@@ -111,8 +120,11 @@ private func allocsPer1e6(_ s: BenchSettings) -> Double {
                 nextTick += 2_083
             }
             let kind: PacketKind = k % 17 == 0 ? .button : (k % 5 == 0 ? .scroll : .motion)
-            playout.push(PointerPacket(senderTimeUs: stream.tx[i] + lap, kind: kind, a: stream.dx[i], b: 3,
-                                       code: 0x110, down: k % 34 == 0), arrivalUs: rx)
+            var pkt = PointerPacket(senderTimeUs: stream.tx[i] + lap, kind: kind, a: stream.dx[i], b: 3,
+                                    code: 0x110, down: k % 34 == 0)
+            // Every 7th carries the motion of a lost one (redundancy).
+            if k % 7 == 3 { pkt.lostDatagrams = 1; pkt.recovered = SIMD4(stream.dx[i], -300, 0, 0) }
+            playout.push(pkt, arrivalUs: rx)
         }
     }
     nextTick = stream.rx[0]
@@ -136,7 +148,8 @@ private func counterWorks() -> Bool {
 func coreBenches() -> [BenchCase] {
     [
         BenchCase(name: "core.packet_ns") { s in
-            [BenchResult(name: "core.packet_ns", value: packetNs(s), unit: "ns")]
+            [BenchResult(name: "core.packet_ns", value: packetNs(s), unit: "ns"),
+             BenchResult(name: "core.packet_ns.recovered", value: packetNs(s, recoverEvery: 4), unit: "ns")]
         },
         BenchCase(name: "core.tick_ns") { s in
             [1, 8, 64].map { BenchResult(name: "core.tick_ns.\($0)", value: tickNs(s, active: $0), unit: "ns") }

@@ -14,6 +14,37 @@ func wireBenches() -> [BenchCase] {
 private let benchKey: [UInt8] = (0..<32).map { UInt8(0x40 + $0) }
 private let benchID: [UInt8] = Array("benchid!".utf8)
 
+/// n datagrams of one session in the redundant layout (65 bytes, running
+/// totals), every 4th counter skipped so that one in three opens recovers
+/// the motion of a lost one (untimed).
+private func sealRedundantBatch(_ n: Int) -> [UInt8] {
+    let len = Int(WIRE_TOTALS_DATAGRAM_LEN)
+    var out = [UInt8](repeating: 0, count: n * len)
+    var pkt = playout_pkt()
+    pkt.kind = UInt8(PLAYOUT_KIND_MOTION.rawValue)
+    var totals: (UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0)
+    var counter: UInt64 = 0
+    out.withUnsafeMutableBufferPointer { buf in
+        var i = 0
+        while i < n {
+            pkt.a = Int32(counter % 512) * 256
+            pkt.b = -256
+            pkt.tx_us = 8_333 * counter
+            withUnsafeMutableBytes(of: &totals) { wire_totals_add($0.baseAddress!.assumingMemoryBound(to: UInt32.self), &pkt) }
+            if counter % 4 != 3 {
+                let r = withUnsafeBytes(of: totals) {
+                    wire_seal_totals(benchKey, benchID, counter, &pkt, $0.baseAddress!.assumingMemoryBound(to: UInt32.self),
+                                     buf.baseAddress! + i * len, len)
+                }
+                precondition(r == Int32(len))
+                i += 1
+            }
+            counter += 1
+        }
+    }
+    return out
+}
+
 /// n datagrams of one session with counters base, base + 1, ... (untimed).
 private func sealBatch(_ n: Int, base: UInt64) -> [UInt8] {
     var out = [UInt8](repeating: 0, count: n * Int(WIRE_DATAGRAM_LEN))
@@ -92,7 +123,28 @@ private func wireOpenBench(_ settings: BenchSettings) -> [BenchResult] {
         blackHole(pt)
     }
     precondition(bad == 0, "libsodium refused \(bad) datagrams")
+
+    // The redundant layout on a session that granted it: 16 more bytes
+    // to authenticate and decrypt, and the totals' bookkeeping.
+    let rlen = Int(WIRE_TOTALS_DATAGRAM_LEN)
+    let rbatch = sealRedundantBatch(n)
+    func resetGranted() {
+        reset()
+        precondition(wire_set_totals(w, benchID, 1) == 0)
+    }
+    resetGranted()
+    let openRedundant = medianNsPerIteration(settings, iterations: n, setup: resetGranted) { iters in
+        var rx = wire_rx()
+        rbatch.withUnsafeBufferPointer { b in
+            for i in 0..<iters where wire_open(w, b.baseAddress! + i * rlen, rlen, &rx) < 0 {
+                failures += 1
+            }
+        }
+        blackHole(rx)
+    }
+    precondition(failures == 0, "wire.open: \(failures) redundant datagrams refused")
     return [BenchResult(name: "wire.open_ns", value: open, unit: "ns"),
+            BenchResult(name: "wire.open_ns.redundant", value: openRedundant, unit: "ns"),
             BenchResult(name: "wire.libsodium_open_ns", value: bare, unit: "ns"),
             BenchResult(name: "wire.open_over_libsodium", value: open / bare, unit: "x")]
 }

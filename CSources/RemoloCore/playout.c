@@ -41,6 +41,7 @@ void playout_config_seed(struct playout_config *cfg)
 	cfg->hist_prior = 0;
 	cfg->late_hold_us = 0;
 	cfg->keep_max_us = 0;
+	cfg->lost_span_max_us = 0;
 }
 
 void playout_config_default(struct playout_config *cfg)
@@ -54,6 +55,7 @@ void playout_config_default(struct playout_config *cfg)
 	cfg->delay_start_us = REMOLO_DEFAULT_DELAY_START_US;
 	cfg->delay_margin_us = REMOLO_DEFAULT_DELAY_MARGIN_US;
 	cfg->keep_max_us = REMOLO_KEEP_MAX_US;
+	cfg->lost_span_max_us = REMOLO_LOST_SPAN_MAX_US;
 }
 
 int playout_config_set(struct playout_config *cfg, const char *name, int64_t value)
@@ -104,6 +106,8 @@ const char *playout_config_problem(const struct playout_config *cfg)
 		return "late replays must satisfy late_min_us <= late_max_us <= 1 s";
 	if (cfg->frame_max_us > smax)
 		return "frame_max_us must be at most 1 s";
+	if (cfg->lost_span_max_us > smax)
+		return "lost_span_max_us must be at most 1 s";
 	if (cfg->seg_end_at_slot > 1)
 		return "seg_end_at_slot must be 0 or 1";
 	if (cfg->slew_permille > 1000 || cfg->catchup_permille > 1000)
@@ -290,34 +294,40 @@ static void stretched(struct playout *p, uint64_t rx_us, uint64_t slot_us, bool 
 	*dur = (uint32_t)diff(end, *start);
 }
 
-static int push_motion(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt,
-		       uint64_t slot_us, bool late, int64_t interval, bool joinable)
+/* Where a packet's motion plays: [*start, *start + *dur). */
+static void motion_span(struct playout *p, uint64_t rx_us, uint64_t slot_us, bool late, int64_t interval,
+			bool joinable, uint64_t *start, uint32_t *dur)
 {
 	const struct playout_config *cfg = &p->cfg;
-	bool scroll = pkt->kind == PLAYOUT_KIND_SCROLL;
-	int32_t max = scroll ? REMOLO_MAX_SCROLL_Q8 : REMOLO_MAX_MOTION_Q8;
-	int64_t a = bound(p, pkt->a, max), b = bound(p, pkt->b, max);
-	uint64_t start = slot_us;
-	uint32_t dur;
-	int r;
 
+	*start = slot_us;
 	if (cfg->slew_permille) {
-		stretched(p, rx_us, slot_us, joinable, interval, &start, &dur);
+		stretched(p, rx_us, slot_us, joinable, interval, start, dur);
 	} else if (late) {
 		/* Missed its slot: replay from now, after what is queued, at
 		 * about its own pace (design note, part 5). */
-		start = later(rx_us, p->q.tail_end_us);
-		dur = clamp_u(interval, cfg->late_min_us, cfg->late_max_us);
+		*start = later(rx_us, p->q.tail_end_us);
+		*dur = clamp_u(interval, cfg->late_min_us, cfg->late_max_us);
 	} else if (cfg->seg_end_at_slot) {
 		/* On time means rx <= slot. A packet that arrives inside its own
 		 * interval plays what is left of it faster rather than late. */
-		dur = clamp_u(interval, cfg->seg_min_us, cfg->seg_max_us);
-		start = later(slot_us - dur, rx_us);
-		dur = (uint32_t)(slot_us - start);
+		*dur = clamp_u(interval, cfg->seg_min_us, cfg->seg_max_us);
+		*start = later(slot_us - *dur, rx_us);
+		*dur = (uint32_t)(slot_us - *start);
 	} else {
-		dur = clamp_u(interval, cfg->seg_min_us, cfg->seg_max_us);
+		*dur = clamp_u(interval, cfg->seg_min_us, cfg->seg_max_us);
 	}
-	r = segq_push(&p->q, pkt->kind, start, dur, a, b);
+}
+
+/* Queues motion (a, b) of kind over [start, start + dur), merged into the
+ * newest segment when the ring is full, or applied at the next tick when
+ * the ring holds only the other kind. */
+static int queue_motion(struct playout *p, uint64_t rx_us, uint8_t kind, int64_t a, int64_t b,
+			uint64_t start, uint32_t dur, bool late)
+{
+	bool scroll = kind == PLAYOUT_KIND_SCROLL;
+	int r = segq_push(&p->q, kind, start, dur, a, b);
+
 	if (r == 0) {
 		p->last_activity_us = later(p->last_activity_us, start + dur);
 		p->move_end_us = start + dur;
@@ -331,13 +341,23 @@ static int push_motion(struct playout *p, uint64_t rx_us, const struct playout_p
 		p->last_due_strict = false;
 		return PLAYOUT_PUSH_MERGED;
 	}
-	/* The ring holds only the other kind: apply at the next tick. */
 	p->acc[scroll ? 2 : 0] += a;
 	p->acc[scroll ? 3 : 1] += b;
 	p->stats.forced++;
 	p->last_due_us = rx_us;
 	p->last_due_strict = true;
 	return PLAYOUT_PUSH_FORCED;
+}
+
+static int push_motion(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt,
+		       uint64_t slot_us, bool late, int64_t interval, bool joinable)
+{
+	int32_t max = pkt->kind == PLAYOUT_KIND_SCROLL ? REMOLO_MAX_SCROLL_Q8 : REMOLO_MAX_MOTION_Q8;
+	uint64_t start;
+	uint32_t dur;
+
+	motion_span(p, rx_us, slot_us, late, interval, joinable, &start, &dur);
+	return queue_motion(p, rx_us, pkt->kind, bound(p, pkt->a, max), bound(p, pkt->b, max), start, dur, late);
 }
 
 /* The delay as applied to this packet's slot, time-stretched
@@ -398,6 +418,10 @@ struct placed {
 	int64_t interval;
 	bool late;
 	bool joinable;
+	/* The previous packet's sender time, when the schedule still holds
+	 * it (no clock reset since): where recovered motion began. */
+	uint64_t prev_tx;
+	bool had_prev;
 };
 
 static void place(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt, struct placed *pl)
@@ -440,15 +464,19 @@ static void place(struct playout *p, uint64_t rx_us, const struct playout_pkt *p
 
 	/* Time since the previous packet, on the sender's clock; the first
 	 * one after a reset spreads over the longest segment. */
-	pl->interval = p->have_prev && ev != OFFSET_EVENT_RESET ? diff(pkt->tx_us, p->prev_tx_us)
-							     : (int64_t)cfg->seg_max_us;
+	pl->had_prev = p->have_prev && ev != OFFSET_EVENT_RESET;
+	pl->prev_tx = p->prev_tx_us;
+	pl->interval = pl->had_prev ? diff(pkt->tx_us, p->prev_tx_us) : (int64_t)cfg->seg_max_us;
 	move = pkt->kind == PLAYOUT_KIND_MOTION || pkt->kind == PLAYOUT_KIND_SCROLL;
 	if (cfg->frame_max_us && move) {
 		/* The sender sums a frame's movement and sends it at the frame's
-		 * end: after a pause the motion is one frame's, not the pause's. */
-		if (p->prev_move && ev != OFFSET_EVENT_RESET && pl->interval > 0 &&
-		    pl->interval <= (int64_t)cfg->frame_max_us)
-			p->frame_us = (uint32_t)pl->interval;
+		 * end: after a pause the motion is one frame's, not the pause's.
+		 * Where the counter says datagrams were lost in between (lost_n,
+		 * redundancy only), the interval holds that many frames more. */
+		int64_t per = pl->interval > 0 ? pl->interval / ((int64_t)pkt->lost_n + 1) : pl->interval;
+
+		if (p->prev_move && ev != OFFSET_EVENT_RESET && per > 0 && per <= (int64_t)cfg->frame_max_us)
+			p->frame_us = (uint32_t)per;
 		if (p->frame_us && pl->interval > (int64_t)p->frame_us)
 			pl->interval = p->frame_us;
 		/* A packet older than the previous one (reordered) still
@@ -468,6 +496,100 @@ static void place(struct playout *p, uint64_t rx_us, const struct playout_pkt *p
 	 * must still stop (design note, part 5). */
 	if (pkt->kind != PLAYOUT_KIND_HEARTBEAT)
 		p->last_activity_us = later(p->last_activity_us, rx_us);
+}
+
+/* Motion the packet recovered for the datagrams lost just before it
+ * (pkt.lost, the redundancy feature), bounded by the single-packet bound
+ * per lost datagram, into a[0..3]. False when there is none. */
+static bool lost_motion(struct playout *p, const struct playout_pkt *pkt, int64_t a[4])
+{
+	int64_t n = pkt->lost_n < REMOLO_LOST_BOUND_DATAGRAMS ? pkt->lost_n : REMOLO_LOST_BOUND_DATAGRAMS;
+	bool any = false;
+
+	if (n < 1)
+		n = 1;
+	for (int i = 0; i < 4; i++) {
+		int64_t max = (int64_t)(i < 2 ? REMOLO_MAX_MOTION_Q8 : REMOLO_MAX_SCROLL_Q8) * n;
+
+		a[i] = pkt->lost[i];
+		if (a[i] > max || a[i] < -max) {
+			p->stats.clamped++;
+			a[i] = a[i] > 0 ? max : -max;
+		}
+		any |= a[i] != 0;
+	}
+	return any;
+}
+
+/* Where recovered motion plays, as a segment of its own (frame_max_us). On
+ * the schedule it would have played right after the previous packet's
+ * frame, over the lost datagrams' frames (lost_n of them, within the time
+ * since the previous packet), ending where this packet's own frame
+ * begins: that is where it goes, as much of it as is still to come, over
+ * at most lost_span_max_us (still ending on time). Arrived too late for
+ * that, it plays from the arrival, or joins the end of the queue, at up to
+ * 1 + catchup_permille times its own pace, as a late packet does
+ * (stretched). */
+static void lost_span(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt, const struct placed *pl,
+		      uint64_t *start, uint32_t *dur)
+{
+	const struct playout_config *cfg = &p->cfg;
+	int64_t n = pkt->lost_n ? pkt->lost_n : 1;
+	int64_t since = pl->had_prev ? diff(pkt->tx_us, pl->prev_tx) : -1;
+	int64_t frame = p->frame_us ? p->frame_us : (since > 0 ? since / (n + 1) : (int64_t)cfg->frame_max_us);
+	int64_t span = frame * n, len;
+	uint64_t nom_start, nom_end, end;
+
+	/* Between the previous packet's frame and this one's. */
+	if (since >= 0 && span > since - frame)
+		span = since - frame > 0 ? since - frame : 0;
+	if (span > (int64_t)PLAYOUT_CFG_SEG_MAX_US)
+		span = PLAYOUT_CFG_SEG_MAX_US;
+	if (since >= 0 && since - frame < (int64_t)PLAYOUT_CFG_SEG_MAX_US)
+		nom_start = pl->slot - (uint64_t)since + (uint64_t)frame;
+	else
+		nom_start = pl->slot - (uint64_t)span;
+	nom_end = nom_start + (uint64_t)span;
+	len = cfg->lost_span_max_us && span > (int64_t)cfg->lost_span_max_us ? cfg->lost_span_max_us : span;
+	*start = nom_end - (uint64_t)len;
+	if (cfg->slew_permille) {
+		/* Still playing: join the end of what is queued, no overlap, no gap. */
+		if (pl->joinable && diff(p->move_end_us, rx_us) >= 0)
+			*start = p->move_end_us;
+		*start = later(*start, rx_us);
+		end = later(nom_end, *start + (uint64_t)(len * 1000 / (1000 + cfg->catchup_permille)));
+		p->move_due_us = nom_end;
+	} else {
+		*start = later(*start, rx_us);
+		end = diff(nom_end, *start) > 0 ? nom_end : *start + clamp_u(len, cfg->late_min_us, cfg->late_max_us);
+	}
+	/* Both ends lie within a second or so of the arrival. */
+	*dur = (uint32_t)diff(end, *start);
+}
+
+/* Plays the motion a packet recovered, once: as a segment of its own
+ * (lost_span), or, where a packet spreads over the whole time since the
+ * previous one (frame_max_us 0), as the packet's own motion is placed. */
+static void recover(struct playout *p, uint64_t rx_us, const struct playout_pkt *pkt, const struct placed *pl)
+{
+	int64_t a[4];
+	uint64_t start;
+	uint32_t dur;
+
+	if (!lost_motion(p, pkt, a))
+		return;
+	if (p->cfg.frame_max_us)
+		lost_span(p, rx_us, pkt, pl, &start, &dur);
+	else
+		motion_span(p, rx_us, pl->slot, pl->late, pl->interval, pl->joinable, &start, &dur);
+	p->stats.recovered++;
+	p->lost_start_us = start;
+	p->lost_end_us = start + dur;
+	for (int k = 0; k < 2; k++) {
+		if (a[2 * k] || a[2 * k + 1])
+			(void)queue_motion(p, rx_us, k ? PLAYOUT_KIND_SCROLL : PLAYOUT_KIND_MOTION, a[2 * k],
+					   a[2 * k + 1], start, dur, pl->late);
+	}
 }
 
 /* When a button or key event plays: at its slot, or after the motion
@@ -513,6 +635,7 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 		}
 	}
 	place(p, rx_us, pkt, &pl);
+	recover(p, rx_us, pkt, &pl);
 
 	switch (pkt->kind) {
 	case PLAYOUT_KIND_MOTION:

@@ -328,9 +328,11 @@ static void on_tick(struct rx_loop *l, uint64_t expirations)
 static int push(struct rx_loop *l, uint32_t slot, uint64_t now, const struct playout_pkt *pkt)
 {
 	uint64_t clamped = l->po[slot].stats.clamped, folded = l->po[slot].stats.key_folded;
+	uint64_t recovered = l->po[slot].stats.recovered;
 	int res = playout_push(&l->po[slot], now, pkt);
 
 	l->st.clamped += l->po[slot].stats.clamped - clamped;
+	l->st.recovered += l->po[slot].stats.recovered - recovered;
 	l->st.keys_folded += l->po[slot].stats.key_folded - folded;
 	/* A key command's result: its refusals, packed (remolo_rx.h). */
 	if (pkt->kind == PLAYOUT_KIND_KEY && res > PLAYOUT_PUSH_REJECTED) {
@@ -355,8 +357,9 @@ static int push(struct rx_loop *l, uint32_t slot, uint64_t now, const struct pla
 		break;
 	}
 	/* Heartbeats feed the clock estimate and move nothing: they neither
-	 * start the timer nor keep it running. */
-	if (pkt->kind == PLAYOUT_KIND_HEARTBEAT)
+	 * start the timer nor keep it running. Unless one recovered the motion
+	 * of lost datagrams (the end of a stroke: the redundancy feature). */
+	if (pkt->kind == PLAYOUT_KIND_HEARTBEAT && l->po[slot].stats.recovered == recovered)
 		return 0;
 	if (pkt->kind == PLAYOUT_KIND_BUTTON)
 		l->st.buttons++;
@@ -464,6 +467,7 @@ static void end_session(struct rx_loop *l, uint32_t slot, uint64_t now)
 static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 {
 	uint64_t now = rx_now_us();
+	struct playout_pkt pkt;
 	int r;
 
 	l->st.commands++;
@@ -505,7 +509,11 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 			r = -ENODEV;
 			break;
 		}
-		r = push(l, (uint32_t)r, now, &c->pkt);
+		pkt = c->pkt;
+		/* Recovered motion comes only with a datagram's running totals. */
+		pkt.lost_n = 0;
+		memset(pkt.lost, 0, sizeof(pkt.lost));
+		r = push(l, (uint32_t)r, now, &pkt);
 		break;
 	case RX_OP_KEYS:
 		r = wire_lookup(&l->wire, c->id);
@@ -520,6 +528,9 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 			break;
 		}
 		r = push_keys(l, (uint32_t)r, now, c);
+		break;
+	case RX_OP_REDUNDANCY:
+		r = wire_set_totals(&l->wire, c->id, 1);
 		break;
 	case RX_OP_STOP:
 		*stop = true;

@@ -11,6 +11,7 @@
  * buffer and is parsed and copied out only once the tag has verified.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sodium.h>
 
@@ -261,20 +262,75 @@ static int parse(const uint8_t pt[WIRE_PT_LEN], struct playout_pkt *pkt)
 	}
 }
 
+int wire_set_totals(struct wire *w, const uint8_t id[WIRE_ID_LEN], int on)
+{
+	int pos = find_pos(w, id);
+
+	if (pos < 0)
+		return -ENOENT;
+	w->sess[w->index[pos] - 1].totals = on ? 1 : 0;
+	return 0;
+}
+
+void wire_totals_add(uint32_t total[4], const struct playout_pkt *pkt)
+{
+	uint32_t k = pkt->kind == PLAYOUT_KIND_MOTION ? 0 : pkt->kind == PLAYOUT_KIND_SCROLL ? 2 : 4;
+
+	if (k < 4) {
+		total[k] += (uint32_t)pkt->a;
+		total[k + 1] += (uint32_t)pkt->b;
+	}
+}
+
+/* The running totals of an opened datagram (remolo_wire.h, the redundant
+ * layout): a 49-byte one adds its own motion to the session's sums; a
+ * 65-byte one that follows a gap of `gap` datagrams recovers what the gap
+ * carried, totals - sums - own, into pkt->lost. The sums then equal the
+ * totals: motion is counted once whatever comes later. */
+static void take_totals(struct wire_session *s, struct playout_pkt *pkt, const uint8_t *totals, uint64_t gap)
+{
+	uint32_t own[4] = { 0 };
+
+	if (!totals) {
+		wire_totals_add(s->total, pkt);
+		return;
+	}
+	wire_totals_add(own, pkt);
+	for (int i = 0; i < 4; i++) {
+		uint32_t t = load32(totals + 4 * i);
+
+		/* Modulo 2^32, read as signed: a gap's motion is far below 2^31. */
+		if (gap)
+			pkt->lost[i] = (int32_t)(t - s->total[i] - own[i]);
+		s->total[i] = t;
+	}
+	if (gap) {
+		pkt->lost_n = gap > UINT32_MAX ? UINT32_MAX : (uint32_t)gap;
+		if (pkt->lost[0] || pkt->lost[1] || pkt->lost[2] || pkt->lost[3])
+			s->recovered++;
+	}
+}
+
 int wire_open(struct wire *w, const uint8_t *buf, size_t len, struct wire_rx *out)
 {
-	uint8_t pt[WIRE_PT_LEN];
+	uint8_t pt[WIRE_PT_TOTALS_LEN];
 	struct playout_pkt pkt;
 	struct wire_session *s;
-	uint64_t counter;
+	uint64_t counter, gap;
+	bool totals = len == WIRE_TOTALS_DATAGRAM_LEN;
+	size_t ptlen = totals ? WIRE_PT_TOTALS_LEN : WIRE_PT_LEN;
 	int pos, r;
 
-	if (unlikely(len != WIRE_DATAGRAM_LEN))
+	if (unlikely(len != WIRE_DATAGRAM_LEN && !totals))
 		return drop(w, len < WIRE_DATAGRAM_LEN ? WIRE_DROP_SHORT : WIRE_DROP_LONG);
 	pos = find_pos(w, buf + WIRE_OFF_ID);
 	if (unlikely(pos < 0))
 		return drop(w, WIRE_DROP_UNKNOWN_SESSION);
 	s = &w->sess[w->index[pos] - 1];
+	/* The redundant layout only where hello granted it: anywhere else it
+	 * is too long, as it was before the layout existed. */
+	if (unlikely(totals && !s->totals))
+		return drop(w, WIRE_DROP_LONG);
 	counter = load64(buf + WIRE_OFF_COUNTER);
 	/* Strictly increasing (remolo_wire.h): checked before the crypto,
 	 * since a replay is rejected whatever its tag says. */
@@ -284,11 +340,14 @@ int wire_open(struct wire *w, const uint8_t *buf, size_t len, struct wire_rx *ou
 	}
 	/* The header is the associated data (RFC 8439 2.8): id and counter
 	 * are authenticated, not encrypted. */
-	if (unlikely(wire_aead_open(pt, buf + WIRE_OFF_CT, WIRE_PT_LEN + WIRE_TAG_LEN, buf, WIRE_HDR_LEN,
+	if (unlikely(wire_aead_open(pt, buf + WIRE_OFF_CT, ptlen + WIRE_TAG_LEN, buf, WIRE_HDR_LEN,
 				    WIRE_NONCE_FIXED, counter, s->key) < 0)) {
 		s->rejected++;
 		return drop(w, WIRE_DROP_BAD_TAG);
 	}
+	/* Datagrams the counter skipped: lost, or still to come and then
+	 * refused as late. */
+	gap = s->any_seen ? counter - s->newest - 1 : counter;
 	/* Authentic: only now may the counter move. It moves even if the
 	 * payload is then refused, so that datagram cannot be replayed. */
 	s->newest = counter;
@@ -296,6 +355,7 @@ int wire_open(struct wire *w, const uint8_t *buf, size_t len, struct wire_rx *ou
 	r = parse(pt, &pkt);
 	if (unlikely(r < 0))
 		return drop(w, (enum wire_drop)-r);
+	take_totals(s, &pkt, totals ? pt + WIRE_PT_OFF_TOTALS : NULL, gap);
 	s->opened++;
 	w->stats.opened++;
 	out->pkt = pkt;
@@ -307,14 +367,12 @@ int wire_open(struct wire *w, const uint8_t *buf, size_t len, struct wire_rx *ou
 
 /* ---- seal --------------------------------------------------------------- */
 
-int wire_seal(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,
-	      const struct playout_pkt *pkt, uint8_t *out, size_t cap)
+/* The plaintext of pkt (WIRE_PT_LEN bytes): 0, or -EINVAL for an unknown
+ * kind or a button with down > 1. */
+static int plaintext(const struct playout_pkt *pkt, uint8_t pt[WIRE_PT_LEN])
 {
-	uint8_t pt[WIRE_PT_LEN];
 	int32_t a, b;
 
-	if (cap < WIRE_DATAGRAM_LEN)
-		return -ENOSPC;
 	switch (pkt->kind) {
 	case PLAYOUT_KIND_MOTION:
 	case PLAYOUT_KIND_SCROLL:
@@ -337,10 +395,42 @@ int wire_seal(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], ui
 	store32(pt + WIRE_PT_OFF_A, (uint32_t)a);
 	store32(pt + WIRE_PT_OFF_B, (uint32_t)b);
 	store64(pt + WIRE_PT_OFF_TX, pkt->tx_us);
+	return 0;
+}
+
+/* Header, then the sealed plaintext and its tag: the datagram's length. */
+static int seal(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,
+		const uint8_t *pt, size_t ptlen, uint8_t *out)
+{
 	memcpy(out + WIRE_OFF_ID, id, WIRE_ID_LEN);
 	store64(out + WIRE_OFF_COUNTER, counter);
-	if (wire_aead_seal(out + WIRE_OFF_CT, pt, WIRE_PT_LEN, out, WIRE_HDR_LEN,
-			   WIRE_NONCE_FIXED, counter, key) < 0)
+	if (wire_aead_seal(out + WIRE_OFF_CT, pt, ptlen, out, WIRE_HDR_LEN, WIRE_NONCE_FIXED, counter, key) < 0)
 		return -EINVAL;
-	return (int)WIRE_DATAGRAM_LEN;
+	return (int)(WIRE_HDR_LEN + ptlen + WIRE_TAG_LEN);
+}
+
+int wire_seal(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,
+	      const struct playout_pkt *pkt, uint8_t *out, size_t cap)
+{
+	uint8_t pt[WIRE_PT_LEN];
+
+	if (cap < WIRE_DATAGRAM_LEN)
+		return -ENOSPC;
+	if (plaintext(pkt, pt) < 0)
+		return -EINVAL;
+	return seal(key, id, counter, pt, WIRE_PT_LEN, out);
+}
+
+int wire_seal_totals(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,
+		     const struct playout_pkt *pkt, const uint32_t total[4], uint8_t *out, size_t cap)
+{
+	uint8_t pt[WIRE_PT_TOTALS_LEN];
+
+	if (cap < WIRE_TOTALS_DATAGRAM_LEN)
+		return -ENOSPC;
+	if (plaintext(pkt, pt) < 0)
+		return -EINVAL;
+	for (int i = 0; i < 4; i++)
+		store32(pt + WIRE_PT_OFF_TOTALS + 4 * i, total[i]);
+	return seal(key, id, counter, pt, WIRE_PT_TOTALS_LEN, out);
 }

@@ -85,6 +85,10 @@ public enum DatagramPayload: Equatable, Sendable {
 public struct Datagram: Equatable, Sendable {
     /// Bytes on the wire: id 8 + counter 8 + sealed 17 + tag 16.
     public static let byteCount = Int(WIRE_DATAGRAM_LEN)
+    /// The redundant layout (a session whose hello granted the redundancy
+    /// feature): the sealed part also carries the session's running totals,
+    /// 16 bytes more.
+    public static let redundantByteCount = Int(WIRE_TOTALS_DATAGRAM_LEN)
 
     public var payload: DatagramPayload
     /// Sender clock, microseconds.
@@ -159,6 +163,22 @@ public struct DatagramKey: Sendable {
     }
 }
 
+/// Running totals of the motion a session's datagrams carried (the
+/// redundancy feature, remolo_wire.h): motion x, y, scroll vertical,
+/// horizontal, Q8, modulo 2^32.
+public struct DatagramTotals: Equatable, Sendable {
+    public var values: SIMD4<UInt32> = .zero
+    public init() {}
+
+    /// Adds a datagram's own motion (what the sender does before sealing it).
+    public mutating func add(_ d: Datagram) {
+        var t = (values[0], values[1], values[2], values[3])
+        var pkt = d.packet
+        withUnsafeMutableBytes(of: &t) { wire_totals_add($0.baseAddress!.assumingMemoryBound(to: UInt32.self), &pkt) }
+        values = SIMD4(t.0, t.1, t.2, t.3)
+    }
+}
+
 /// Seals the datagrams of one session, numbering them with the counter
 /// nonce. Not copyable: two copies would seal with the same counters, that
 /// is reuse nonces under one key (RFC 8439 section 4).
@@ -168,6 +188,10 @@ public struct DatagramSealer: ~Copyable, Sendable {
     /// The counter the next datagram gets.
     public private(set) var nextCounter: UInt64
     private var exhausted = false
+    /// The motion of every datagram sealed so far, this session.
+    public private(set) var totals = DatagramTotals()
+    /// Seal in the redundant layout (the receiver's hello granted it).
+    public private(set) var redundant = false
 
     public init(key: DatagramKey, session: SessionID, firstCounter: UInt64 = 0) {
         precondition(wire_crypto_init() == 0, "libsodium failed to initialise")
@@ -176,17 +200,31 @@ public struct DatagramSealer: ~Copyable, Sendable {
         nextCounter = firstCounter
     }
 
-    /// Seals into `buffer` (at least `Datagram.byteCount` bytes); returns
-    /// the byte count. For a send loop that reuses one buffer.
+    /// The receiver granted the redundancy feature on this session: every
+    /// datagram from now on carries the running totals (65 bytes).
+    public mutating func useRedundancy() { redundant = true }
+
+    /// Bytes the next datagram takes.
+    public var byteCount: Int { redundant ? Datagram.redundantByteCount : Datagram.byteCount }
+
+    /// Seals into `buffer` (at least `byteCount` bytes); returns the byte
+    /// count. For a send loop that reuses one buffer.
     public mutating func seal(_ datagram: Datagram, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         guard !exhausted else { throw DatagramError.counterExhausted }
-        let n = try Self.seal(datagram, counter: nextCounter, key: key, session: session, into: buffer)
+        guard datagram.payload.kind != nil else { throw DatagramError.notADatagram }
+        guard buffer.count >= byteCount else { throw DatagramError.bufferTooSmall(needed: byteCount) }
+        // Every datagram sealed counts, sent or not: one the socket
+        // refused is lost, and the next one recovers it.
+        totals.add(datagram)
+        let n = try redundant
+            ? Self.seal(datagram, counter: nextCounter, totals: totals, key: key, session: session, into: buffer)
+            : Self.seal(datagram, counter: nextCounter, key: key, session: session, into: buffer)
         if nextCounter == .max { exhausted = true } else { nextCounter += 1 }
         return n
     }
 
     public mutating func seal(_ datagram: Datagram) throws -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: Datagram.byteCount)
+        var out = [UInt8](repeating: 0, count: byteCount)
         _ = try out.withUnsafeMutableBytes { try seal(datagram, into: $0) }
         return out
     }
@@ -198,6 +236,15 @@ public struct DatagramSealer: ~Copyable, Sendable {
                             session: SessionID) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Datagram.byteCount)
         _ = out.withUnsafeMutableBytes { try! seal(datagram, counter: counter, key: key, session: session, into: $0) }
+        return out
+    }
+
+    /// One datagram in the redundant layout with explicit totals (this
+    /// datagram's own motion included), for tests and tools.
+    public static func seal(_ datagram: Datagram, counter: UInt64, totals: DatagramTotals, key: DatagramKey,
+                            session: SessionID) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Datagram.redundantByteCount)
+        _ = out.withUnsafeMutableBytes { try! seal(datagram, counter: counter, totals: totals, key: key, session: session, into: $0) }
         return out
     }
 
@@ -217,6 +264,26 @@ public struct DatagramSealer: ~Copyable, Sendable {
         precondition(r == Datagram.byteCount, "wire_seal: \(r)")
         return Int(r)
     }
+
+    static func seal(_ datagram: Datagram, counter: UInt64, totals: DatagramTotals, key: DatagramKey,
+                     session: SessionID, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard buffer.count >= Datagram.redundantByteCount, let base = buffer.baseAddress else {
+            throw DatagramError.bufferTooSmall(needed: Datagram.redundantByteCount)
+        }
+        guard datagram.payload.kind != nil else { throw DatagramError.notADatagram }
+        var pkt = datagram.packet
+        var t = (totals.values[0], totals.values[1], totals.values[2], totals.values[3])
+        let r = withUnsafeBytes(of: &t) { tp in
+            key.withPointer { k in
+                session.bytes.withUnsafeBufferPointer { id in
+                    wire_seal_totals(k, id.baseAddress, counter, &pkt, tp.baseAddress!.assumingMemoryBound(to: UInt32.self),
+                                     base.assumingMemoryBound(to: UInt8.self), buffer.count)
+                }
+            }
+        }
+        precondition(r == Datagram.redundantByteCount, "wire_seal_totals: \(r)")
+        return Int(r)
+    }
 }
 
 /// A datagram that opened: which session, its counter, and its content.
@@ -226,6 +293,12 @@ public struct OpenedDatagram: Equatable, Sendable {
     public let slot: Int
     public let counter: UInt64
     public let datagram: Datagram
+    /// The redundant layout: datagrams the counter skipped just before
+    /// this one, and the motion they carried (motion x, y, scroll
+    /// vertical, horizontal, Q8), recovered from the running totals. Zero
+    /// for a 49-byte datagram.
+    public var lostDatagrams: UInt32 = 0
+    public var recovered: SIMD4<Int32> = .zero
 }
 
 /// Counters of the open path.
@@ -275,6 +348,13 @@ public final class DatagramOpener {
 
     public func contains(_ id: SessionID) -> Bool { slot(of: id) != nil }
 
+    /// The session's hello granted the redundancy feature: its 65-byte
+    /// datagrams open from now on. False if it is not live.
+    @discardableResult
+    public func grantRedundancy(_ id: SessionID) -> Bool {
+        id.bytes.withUnsafeBufferPointer { wire_set_totals(table, $0.baseAddress, 1) } == 0
+    }
+
     func slot(of id: SessionID) -> Int? {
         let r = id.bytes.withUnsafeBufferPointer { wire_lookup(table, $0.baseAddress) }
         return r >= 0 ? Int(r) : nil
@@ -294,8 +374,10 @@ public final class DatagramOpener {
         let r = wire_open(table, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &rx)
         guard r >= 0 else { return .failure(DatagramDropReason(rawValue: Int(-r))!) }
         let id = withUnsafeBytes(of: rx.id) { try! SessionID(bytes: $0) }
+        let l = rx.pkt.lost
         return .success(OpenedDatagram(session: id, slot: Int(r), counter: rx.counter,
-                                       datagram: Datagram(packet: rx.pkt)))
+                                       datagram: Datagram(packet: rx.pkt), lostDatagrams: rx.pkt.lost_n,
+                                       recovered: SIMD4(l.0, l.1, l.2, l.3)))
     }
 
     public func open(_ bytes: [UInt8]) -> Result<OpenedDatagram, DatagramDropReason> {

@@ -65,6 +65,10 @@ public struct PlayoutConfig: Sendable, Equatable {
     /// changes up to `stepResetUs`; otherwise a larger change than this is a
     /// clock step and the delay applies at once.
     public var keepMaxUs: UInt32
+    /// With `frameMaxUs`: motion recovered for lost datagrams (the
+    /// redundancy feature) spreads over at most this long; 0, over the lost
+    /// frames however long.
+    public var lostSpanMaxUs: UInt32
 
     /// The policy the receiver runs.
     public static var `default`: PlayoutConfig {
@@ -90,6 +94,7 @@ public struct PlayoutConfig: Sendable, Equatable {
         segEndAtSlot = c.seg_end_at_slot; frameMaxUs = c.frame_max_us; riseWindowUs = c.rise_window_us
         slewPermille = c.slew_permille; catchupPermille = c.catchup_permille
         histSamples = c.hist_samples; lateCostUs = c.late_cost_us; histPrior = c.hist_prior; lateHoldUs = c.late_hold_us; keepMaxUs = c.keep_max_us
+        lostSpanMaxUs = c.lost_span_max_us
     }
 
     var c: playout_config {
@@ -103,7 +108,7 @@ public struct PlayoutConfig: Sendable, Equatable {
                        rise_window_us: riseWindowUs, slew_permille: slewPermille,
                        catchup_permille: catchupPermille, hist_samples: histSamples,
                        late_cost_us: lateCostUs, hist_prior: histPrior,
-                       late_hold_us: lateHoldUs, keep_max_us: keepMaxUs)
+                       late_hold_us: lateHoldUs, keep_max_us: keepMaxUs, lost_span_max_us: lostSpanMaxUs)
     }
 
     /// Whether the core accepts these values.
@@ -150,6 +155,11 @@ public struct PointerPacket: Sendable, Equatable {
     /// Button: the evdev code (BTN_LEFT = 0x110 ...) and the new state.
     public var code: UInt16
     public var down: Bool
+    /// The redundancy feature: how many datagrams the counter skipped just
+    /// before this one, and the motion they carried, recovered from the
+    /// running totals: x, y (Q8 px), vertical, horizontal (Q8 hi-res).
+    public var lostDatagrams: UInt32 = 0
+    public var recovered: SIMD4<Int32> = .zero
 
     public init(senderTimeUs: UInt64, kind: PacketKind, a: Int32 = 0, b: Int32 = 0,
                 code: UInt16 = 0, down: Bool = false) {
@@ -171,7 +181,8 @@ public struct PointerPacket: Sendable, Equatable {
     }
 
     var c: playout_pkt {
-        playout_pkt(tx_us: senderTimeUs, a: a, b: b, code: code, kind: kind.rawValue, down: down ? 1 : 0)
+        playout_pkt(tx_us: senderTimeUs, a: a, b: b, code: code, kind: kind.rawValue, down: down ? 1 : 0,
+                    lost_n: lostDatagrams, lost: (recovered[0], recovered[1], recovered[2], recovered[3]))
     }
 }
 
@@ -283,6 +294,8 @@ public struct PlayoutStats: Sendable, Equatable {
     public var clockSteps: UInt64
     public var buttonsCollapsed: UInt64
     public var rejected: UInt64
+    /// Packets that played the motion of lost ones (the redundancy feature).
+    public var recovered: UInt64 = 0
     /// Key changes let out; refused at push, by reason; releases folded
     /// by a full key queue.
     public var keys: UInt64 = 0
@@ -347,6 +360,9 @@ public final class Playout {
     /// whether only a tick strictly after that time emits it.
     public var lastDueUs: UInt64 { p.pointee.last_due_us }
     public var lastDueStrict: Bool { p.pointee.last_due_strict }
+    /// Where the latest recovered motion plays (receiver clock): its
+    /// segment's start and end.
+    public var lostSpanUs: (start: UInt64, end: UInt64) { (p.pointee.lost_start_us, p.pointee.lost_end_us) }
     /// Segments waiting or playing.
     public var queuedSegments: Int { Int(p.pointee.q.tail &- p.pointee.q.head) }
     /// Q8 motion not yet emitted as whole pixels: x, y, wheel, hwheel.
@@ -364,6 +380,6 @@ public final class Playout {
         return PlayoutStats(packets: s.packets, late: s.late, merged: s.merged, forced: s.forced,
                             clamped: s.clamped, clockResets: s.clock_resets, clockSteps: s.clock_steps,
                             buttonsCollapsed: s.btn_collapsed, rejected: s.rejected,
-                            keys: s.keys, keysRefused: refused, keysFolded: s.key_folded)
+                            recovered: s.recovered, keys: s.keys, keysRefused: refused, keysFolded: s.key_folded)
     }
 }

@@ -72,7 +72,7 @@ public final class Sender {
     private let port: UInt16
     /// Opens a new session with the same receiver (no pairing); nil: none.
     private let reconnector: (() throws -> ControlChannel)?
-    private var buffer = [UInt8](repeating: 0, count: Datagram.byteCount)
+    private var buffer = [UInt8](repeating: 0, count: Datagram.redundantByteCount)
     private var buttonSequence: UInt32 = 0
     private var lastDatagram: UInt64 = 0
     private var lastPing: Double = 0
@@ -127,7 +127,7 @@ public final class Sender {
         self.host = host
         self.port = port
         self.reconnector = reconnect
-        sealer = try Self.sealer(for: channel)
+        sealer = try Self.sealer(for: channel, redundancy: negotiator?.redundancyGranted == true)
         let udp = datagramsTo ?? (host, port)
         do { fd = try Socket.connectUDP(host: udp.host, port: udp.port) } catch { throw SenderError(error.description) }
         lastPing = MonotonicClock.seconds()
@@ -135,25 +135,31 @@ public final class Sender {
 
     deinit { Glibc.close(fd) }
 
-    private static func sealer(for channel: ControlChannel) throws(SenderError) -> DatagramSealer {
+    /// `redundancy`: the receiver's hello granted the feature on this
+    /// session (the sealer then adds the running totals).
+    private static func sealer(for channel: ControlChannel, redundancy: Bool) throws(SenderError) -> DatagramSealer {
         do {
             let key = try DatagramKey(secret: channel.keys.datagramKey)
             let id = channel.keys.sessionID
-            return DatagramSealer(key: key, session: id)
+            var s = DatagramSealer(key: key, session: id)
+            if redundancy { s.useRedundancy() }
+            return s
         } catch {
             throw SenderError("bad session keys: \(error)")
         }
     }
 
     /// Connects to a paired receiver. `keyboard`: say hello asking for the
-    /// keyboard (`keyboardGranted` tells the answer); `log` hears what the
+    /// keyboard (`keyboardGranted` tells the answer); `redundancy`: asking
+    /// for redundant datagrams (`redundancyGranted`); `log` hears what the
     /// receiver said to it.
     public static func connect(host: String, port: UInt16, identity: Identity,
                                receiver: PublicKey, limits: SessionLimits = SessionLimits(),
                                datagramsTo: (host: String, port: UInt16)? = nil,
-                               keyboard: Bool = false, log: @escaping (String) -> Void = { _ in }) throws -> Sender {
+                               keyboard: Bool = false, redundancy: Bool = false,
+                               log: @escaping (String) -> Void = { _ in }) throws -> Sender {
         let connect = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
-        let n = HelloNegotiator(wanted: keyboard ? .keyboard : [], log: log)
+        let n = HelloNegotiator(wanted: features(keyboard: keyboard, redundancy: redundancy), log: log)
         let open = { try n.open(connect) }
         let ch = try open()
         do {
@@ -171,12 +177,13 @@ public final class Sender {
                             directory: ConfigDirectory?, label: String,
                             limits: SessionLimits = SessionLimits(),
                             datagramsTo: (host: String, port: UInt16)? = nil,
-                            keyboard: Bool = false, log: @escaping (String) -> Void = { _ in }) throws -> Sender {
+                            keyboard: Bool = false, redundancy: Bool = false,
+                            log: @escaping (String) -> Void = { _ in }) throws -> Sender {
         let paired = try ControlChannel.pair(host: host, port: port, identity: identity, secret: code,
                                            directory: directory, label: label, limits: limits)
         let receiver = paired.peer
         let connect = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
-        let n = HelloNegotiator(wanted: keyboard ? .keyboard : [], log: log)
+        let n = HelloNegotiator(wanted: features(keyboard: keyboard, redundancy: redundancy), log: log)
         let open = { try n.open(connect) }
         // The pairing's own session says hello too: the pairing completed
         // at key confirmation, so an older receiver's bye costs a reconnect only.
@@ -189,6 +196,17 @@ public final class Sender {
             ch.close(); throw error
         }
     }
+
+    /// What a sender asks for in its hello.
+    static func features(keyboard: Bool, redundancy: Bool) -> ControlFeatures {
+        var f: ControlFeatures = []
+        if keyboard { f.insert(.keyboard) }
+        if redundancy { f.insert(.redundancy) }
+        return f
+    }
+
+    /// Bytes each datagram takes on this session (49, or 65 with redundancy).
+    public var datagramBytes: Int { sealer.byteCount }
 
     /// Seals and sends one datagram stamped `at` (sender clock, us).
     public func send(_ payload: DatagramPayload, at timeUs: UInt64) throws {
@@ -316,7 +334,7 @@ public final class Sender {
         guard let reconnector else { throw SenderError("no way to reconnect") }
         let ch = try reconnector()
         let newSealer: DatagramSealer
-        do { newSealer = try Self.sealer(for: ch) } catch { ch.close(); throw error }
+        do { newSealer = try Self.sealer(for: ch, redundancy: keys.negotiator?.redundancyGranted == true) } catch { ch.close(); throw error }
         channel = ch
         sealer = newSealer
         lastPing = MonotonicClock.seconds()

@@ -14,6 +14,8 @@ final class HelloNegotiator: @unchecked Sendable {
     /// The receiver's answer on the latest session (nil: no hello said).
     private(set) var answer: ControlHello?
     private let log: (String) -> Void
+    /// Said once a run, not on every reconnection.
+    private var saidNoRedundancy = false
 
     init(wanted: ControlFeatures, log: @escaping (String) -> Void) {
         self.wanted = wanted
@@ -36,15 +38,22 @@ final class HelloNegotiator: @unchecked Sendable {
             if wanted.contains(.keyboard) && !h.features.contains(.keyboard) {
                 log("the receiver does not take keys from this sender: \(h.keyboard); pointer only")
             }
+            if wanted.contains(.redundancy) && !h.features.contains(.redundancy) && !saidNoRedundancy {
+                saidNoRedundancy = true
+                log("the receiver does not take redundant datagrams: the motion of a lost one is lost")
+            }
             return ch
         case .olderPeer:
             olderReceiver = true
-            log("the receiver does not take keys (an older version); pointer only")
+            log(wanted.contains(.keyboard)
+                ? "the receiver does not take keys (an older version); pointer only"
+                : "the receiver is an older version: datagrams without redundancy")
             return try connect()
         }
     }
 
     var keyboardGranted: Bool { answer?.features.contains(.keyboard) == true }
+    var redundancyGranted: Bool { answer?.features.contains(.redundancy) == true }
 }
 
 /// The sender's key state (kept in Sender).
@@ -61,6 +70,11 @@ struct SenderKeys {
 extension Sender {
     /// Whether the receiver takes keys from this sender on this session.
     public var keyboardGranted: Bool { keys.negotiator?.keyboardGranted == true }
+
+    /// Whether this session's datagrams carry the running totals (the
+    /// receiver granted the redundancy feature): a lost datagram's motion
+    /// is then played by the receiver from the next one's.
+    public var redundancyGranted: Bool { keys.negotiator?.redundancyGranted == true }
 
     /// The receiver's answer to hello on this session, if one was said.
     public var receiverHello: ControlHello? { keys.negotiator?.answer }

@@ -64,8 +64,13 @@ public struct FrontierReport: Sendable {
     public var latencyMsP95: Double
     public var jitterRatio: Double
     /// A pinned delay with p95 latency at most the policy's + 0.5 ms and
-    /// jitter ratio at most the policy's + 2%, if any.
+    /// jitter ratio (the mean over the vsync phases) at most the policy's
+    /// + 2%, if any.
     public var dominatedBy: String?
+    /// Whether some such pinned delay beats it at every phase: its largest
+    /// phase's jitter below the policy's smallest (a verdict no vsync phase
+    /// can turn).
+    public var dominatedAtEveryPhase = false
     /// The frontier's jitter ratio at the policy's p95 latency (linear
     /// between the frontier's points); nil below the sweep's lowest latency.
     public var frontierJitter: Double?
@@ -88,9 +93,12 @@ public struct FrontierReport: Sendable {
     public init(row: LabRow, sweep: [LabRow]) {
         scenario = row.scenario; policy = row.policy
         latencyMsP95 = row.scores.latencyMsP95; jitterRatio = row.scores.jitterRatio
-        dominatedBy = sweep.first {
+        let under = sweep.filter {
             $0.scores.latencyMsP95 <= latencyMsP95 + Self.latencySlackMs && $0.scores.jitterRatio <= jitterRatio * Self.jitterSlack
-        }?.policy
+        }
+        let clear = under.first { $0.scores.jitterRatioMax < row.scores.jitterRatioMin }
+        dominatedBy = (clear ?? under.first)?.policy
+        dominatedAtEveryPhase = clear != nil
         let front = Self.pareto(sweep)
         frontierJitter = nil
         for (k, p) in front.enumerated() where p.scores.latencyMsP95 <= latencyMsP95 {
@@ -106,7 +114,8 @@ public struct FrontierReport: Sendable {
 
     public var text: String {
         let fj = frontierJitter.map { String(format: "%.3f", $0) } ?? "none (below the sweep)"
-        let dom = dominatedBy.map { "DOMINATED by \($0)" } ?? "not dominated"
+        let dom = dominatedBy.map { "DOMINATED by \($0)" + (dominatedAtEveryPhase ? " (at every phase)" : " (within the phases' spread)") }
+            ?? "not dominated"
         return "\(scenario) \(policy): p95 \(String(format: "%.2f", latencyMsP95)) ms, jitter \(String(format: "%.3f", jitterRatio)); frontier jitter at that latency \(fj); \(dom)"
     }
 }

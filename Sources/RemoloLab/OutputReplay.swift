@@ -78,15 +78,19 @@ extension LabCase {
             run.arrivedMovement += 1
         }
 
-        var pos = LabVec.zero
-        var f = 0
-        run.cursor.reserveCapacity(vsync.count)
-        for v in vsync {
-            while f < frames.count && frames[f].tUs <= v {
-                pos += LabVec(Double(frames[f].dx), Double(frames[f].dy), 0, 0)
-                f += 1
+        run.cursors = vsyncs.map { vsync in
+            var pos = LabVec.zero
+            var f = 0
+            var cursor: [LabVec] = []
+            cursor.reserveCapacity(vsync.count)
+            for v in vsync {
+                while f < frames.count && frames[f].tUs <= v {
+                    pos += LabVec(Double(frames[f].dx), Double(frames[f].dy), 0, 0)
+                    f += 1
+                }
+                cursor.append(pos)
             }
-            run.cursor.append(pos)
+            return cursor
         }
         var acc = ScoreAccumulator()
         score(run, into: &acc)

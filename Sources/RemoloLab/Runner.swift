@@ -3,8 +3,8 @@ import Remolo
 import RemoloTrace
 internal import RemoloCore
 
-/// The ideal path P: through the positions the sender sent (lost motion
-/// left out), on the receiver's clock (at r(s_i)). A packet's motion
+/// The ideal path P: through the positions the sender sent (motion the
+/// receiver cannot have left out), on the receiver's clock (at r(s_i)). A packet's motion
 /// happened during the sender's last frame before its timestamp, so P holds
 /// still until E_i - f and moves linearly to the new position at E_i, with f
 /// the frame interval (or the time since the previous datagram, if shorter).
@@ -14,14 +14,16 @@ public struct IdealPath: Sendable {
     var t: [Double] = []
     var x: [LabVec] = []
 
-    public init(records: [TraceRecord], emit: [Double], frameUs: Double) {
+    /// `included`: which records' motion the path holds (nil: those that
+    /// arrived).
+    public init(records: [TraceRecord], emit: [Double], frameUs: Double, included: [Bool]? = nil) {
         var pos = LabVec.zero
         var prevE = -Double.infinity
         t.append(-Double.infinity); x.append(.zero)
         for (i, r) in records.enumerated() {
             let e = emit[i]
             defer { prevE = max(prevE, e) }
-            guard r.isMovement, r.arriveUs != nil else { continue }
+            guard r.isMovement, included?[i] ?? (r.arriveUs != nil) else { continue }
             let d = Self.delta(r)
             let start = max(e - frameUs, prevE, t.last!)
             if start > t.last! { t.append(start); x.append(pos) }
@@ -114,10 +116,22 @@ public struct PolicyRun: Sendable {
     public var lambdaEmitUs: [Double] = []
     public var late = 0
     public var arrivedMovement = 0
-    /// Cursor at each vsync, sub-pixel: the whole pixels emitted plus the
-    /// Q8 remainder the core carries, so that scores measure timing rather
-    /// than the whole-pixel rounding every policy shares.
-    public var cursor: [LabVec] = []
+    /// Cursor at each vsync of each phase (`LabCase.vsyncs`), sub-pixel:
+    /// the whole pixels emitted plus the Q8 remainder the core carries, so
+    /// that scores measure timing rather than the whole-pixel rounding every
+    /// policy shares.
+    public var cursors: [[LabVec]] = []
+    /// Phase 0's.
+    public var cursor: [LabVec] {
+        get { cursors.first ?? [] }
+        set { if cursors.isEmpty { cursors = [newValue] } else { cursors[0] = newValue } }
+    }
+    /// Datagrams the receiver refused as late (the strict counter).
+    public var refused = 0
+    /// Added latency of the lost movement datagrams whose motion the
+    /// receiver recovered (redundancy): when their share of the recovered
+    /// segment was played, - r(s_i) - d_min.
+    public var recoveredLambdasUs: [Double] = []
 }
 
 /// A trace prepared for scoring: emission times, the ideal path, vsyncs.
@@ -126,47 +140,119 @@ public struct LabCase: Sendable {
     public let clock: TraceClock
     public let emit: [Double]
     public let ideal: IdealPath
-    public let vsync: [Double]
+    /// The vsyncs of each phase: phase k's start at the first drain tick +
+    /// (k + 1/2) / phases of a frame.
+    public let vsyncs: [[Double]]
+    /// Phase 0's vsyncs.
+    public var vsync: [Double] { vsyncs.first ?? [] }
+    public var phases: Int { vsyncs.count }
     /// When the display refreshes (the vsyncs).
     public let display: LabDisplay
     /// The drain's rate: the core is ticked every 1/drainHz s.
     public let drainHz: Double
+    /// The sender and receiver agreed on the redundancy feature: every
+    /// datagram carries the session's running totals, and the receiver
+    /// plays the motion of lost ones (remolo_wire.h).
+    public let redundancy: Bool
+    /// The ideal path holds every motion the sender sent, lost datagrams'
+    /// included, whatever the receiver can know (`--full-path`): a
+    /// receiver without redundancy is then charged for the motion it
+    /// never shows, as the eye sees it.
+    public let fullPath: Bool
     /// The display's (highest) rate, rounded.
     public var displayHz: Int { Int(display.maxHz.rounded()) }
     /// Arrived datagrams in arrival order (index into records).
     let order: [Int]
+    /// Which arrived datagrams the receiver opens: a datagram sent before
+    /// one that arrived earlier is refused (the strict counter, README
+    /// "Pointer datagrams").
+    let accepted: [Bool]
+    /// Strokes: for each, the time its cursor travel is read (the vsync
+    /// index in phase 0, the last before the next stroke could show) and
+    /// the finger's position at its end (every motion sent).
+    let strokes: [(vsync: Int, finger: LabVec)]
+
+    /// Vsync phases a run is scored at (docs/smoothness.md).
+    public static let defaultPhases = 16
+    /// Motion separated by at least this much stillness (sender clock)
+    /// makes two strokes.
+    public static let strokeGapUs = 200_000.0
 
     /// A case on a fixed-rate display with the default 480 Hz drain.
-    public init(trace: Trace, displayHz: Int) {
-        self.init(trace: trace, display: .fixed(hz: Double(displayHz)))
+    public init(trace: Trace, displayHz: Int, phases: Int = LabCase.defaultPhases) {
+        self.init(trace: trace, display: .fixed(hz: Double(displayHz)), phases: phases)
     }
 
     /// `seed` draws a variable-refresh display's frame times.
-    public init(trace: Trace, display: LabDisplay, drainHz: Double = DrainRate.default.hz, seed: UInt64 = 1) {
+    public init(trace: Trace, display: LabDisplay, drainHz: Double = DrainRate.default.hz, seed: UInt64 = 1,
+                phases: Int = LabCase.defaultPhases, redundancy: Bool = false, fullPath: Bool = false) {
+        precondition(phases >= 1, "at least one vsync phase")
         self.trace = trace
         self.display = display
         self.drainHz = drainHz
+        self.redundancy = redundancy
+        self.fullPath = fullPath
         clock = trace.effectiveClock
         emit = clock.emissionTimes(trace.records)
-        ideal = IdealPath(records: trace.records, emit: emit, frameUs: trace.effectiveFrameUs)
-        let arrived = trace.records.indices.filter { trace.records[$0].arriveUs != nil }
+        let recs = trace.records
+        let arrived = recs.indices.filter { recs[$0].arriveUs != nil }
         order = arrived.sorted {
-            let a = trace.records[$0].arriveUs!, b = trace.records[$1].arriveUs!
+            let a = recs[$0].arriveUs!, b = recs[$1].arriveUs!
             return a < b || (a == b && $0 < $1)
         }
-        var v: [Double] = []
-        if let f = order.first, let l = order.last {
-            let start = Double(trace.records[f].arriveUs!), end = Double(trace.records[l].arriveUs!) + 1e6
-            // Vsyncs halfway between two drain ticks (the ticks start at the
-            // first arrival): a display does not know the drain timer's
-            // phase, and a vsync on the very microsecond of a tick would
-            // show that tick or not by the rounding of either grid. On a
-            // trace whose first arrival is a multiple of the vsync period
-            // (R1, R2 start at 123 s) that rounding flipped every third
-            // frame, a one-tick (2 ms) error for every policy alike.
-            v = display.refreshes(start: start + 0.5e6 / drainHz, end: end, drainHz: drainHz, seed: seed)
+        var acc = [Bool](repeating: false, count: recs.count)
+        var newest = -1
+        for i in order where i > newest { acc[i] = true; newest = i }
+        accepted = acc
+        // The motion the receiver can show: what it opened, and with
+        // redundancy whatever was sent before a datagram it opened.
+        var included = acc
+        if fullPath {
+            included = [Bool](repeating: true, count: recs.count)
+        } else if redundancy, let last = acc.lastIndex(of: true) {
+            for i in 0...last { included[i] = true }
         }
-        vsync = v
+        ideal = IdealPath(records: recs, emit: emit, frameUs: trace.effectiveFrameUs, included: included)
+        var v: [[Double]] = []
+        if let f = order.first, let l = order.last {
+            let start = Double(recs[f].arriveUs!), end = Double(recs[l].arriveUs!) + 1e6
+            // Phase k at the first tick + (k + 1/2) / phases of a frame: a
+            // display does not know the drain timer's phase. Never on a
+            // tick itself for 4, 8, 16... phases and 4 ticks a frame (or
+            // any odd number): a vsync on the very microsecond of a tick
+            // would show that tick or not by the rounding of either grid
+            // (on R1, R2, whose first arrival is a multiple of the vsync
+            // period, that flipped every third frame).
+            let frame = 1e6 / display.maxHz
+            for k in 0..<phases {
+                v.append(display.refreshes(start: start + (Double(k) + 0.5) / Double(phases) * frame, end: end,
+                                           drainHz: drainHz, seed: seed))
+            }
+        } else {
+            v = [[Double]](repeating: [], count: phases)
+        }
+        vsyncs = v
+        // Strokes, in sending order; each read just before the next one's
+        // first datagram could show (its emission + d_min), the last at
+        // the last vsync.
+        var st: [(Int, LabVec)] = []
+        var finger = LabVec.zero, lastMove = -Double.infinity, open = false
+        let v0 = v.first ?? []
+        func vsyncBefore(_ t: Double) -> Int {
+            var lo = 0, hi = v0.count
+            while lo < hi { let m = (lo + hi) / 2; if v0[m] < t { lo = m + 1 } else { hi = m } }
+            return lo - 1
+        }
+        for (i, r) in recs.enumerated() where r.isMovement {
+            let s = Double(r.sendUs)
+            if open && s - lastMove >= Self.strokeGapUs {
+                st.append((vsyncBefore(emit[i] + clock.dminUs), finger))
+            }
+            finger += IdealPath.delta(r)
+            lastMove = s; open = true
+        }
+        if open && !v0.isEmpty { st.append((v0.count - 1, finger)) }
+        strokes = st.filter { $0.0 >= 0 }.map { (vsync: $0.0, finger: $0.1) }
     }
 
     /// Runs a policy: through the core, or the oracle.
@@ -205,9 +291,7 @@ public struct LabCase: Sendable {
             out.lambdaEmitUs.append(emit[i])
             out.arrivedMovement += 1
         }
-        out.cursor = vsync.map { t in
-            ideal.at(o.sigma(at: t))
-        }
+        out.cursors = vsyncs.map { v in v.map { ideal.at(o.sigma(at: $0)) } }
         return out
     }
 
@@ -227,22 +311,58 @@ public struct LabCase: Sendable {
             while tickTime(j) < at || (strict && tickTime(j) == at) { j += 1 }
             return tickTime(j)
         }
-        out.cursor.reserveCapacity(vsync.count)
+        out.cursors = vsyncs.map { v in
+            var c: [LabVec] = []
+            c.reserveCapacity(v.count)
+            return c
+        }
         var pos = LabVec.zero, whole = LabVec.zero
-        var next = 0, vs = 0, j = 0
+        var next = 0, j = 0, newest = -1
+        var vs = [Int](repeating: 0, count: vsyncs.count)
+        func sampled() -> Bool { zip(vs, vsyncs).allSatisfy { $0 >= $1.count } }
         while true {
             var now = tickTime(j)
             if let given = ticksUs {
                 guard j < given.count else { break }
                 now = given[j]
             }
-            if now > end && vs >= vsync.count { break }
+            if now > end && sampled() { break }
             // The vsyncs before this tick show the state after the previous one.
-            while vs < vsync.count && vsync[vs] < Double(now) { out.cursor.append(pos); vs += 1 }
+            for p in vsyncs.indices {
+                while vs[p] < vsyncs[p].count && vsyncs[p][vs[p]] < Double(now) { out.cursors[p].append(pos); vs[p] += 1 }
+            }
             while next < order.count, recs[order[next]].arriveUs! <= now {
                 let i = order[next]; next += 1
                 let r = recs[i]
-                let res = pl.push(r.packet, arrivalUs: r.arriveUs!)
+                // The strict counter: sent before one already opened.
+                guard accepted[i] else { out.refused += 1; continue }
+                var pkt = r.packet
+                // Redundancy: the running totals give the skipped
+                // datagrams' motion (wire.c computes it from the totals;
+                // here, the same sums from the trace).
+                var recoveredRecs: [Int] = []
+                if redundancy && i > newest + 1 {
+                    var lost = SIMD4<Int32>.zero
+                    for k in (newest + 1)..<i where recs[k].isMovement {
+                        let d = recs[k].packet
+                        if recs[k].kind == .motion { lost &+= SIMD4(d.a, d.b, 0, 0) } else { lost &+= SIMD4(0, 0, d.a, d.b) }
+                        recoveredRecs.append(k)
+                    }
+                    pkt.lostDatagrams = UInt32(i - newest - 1)
+                    pkt.recovered = lost
+                }
+                newest = i
+                let res = pl.push(pkt, arrivalUs: r.arriveUs!)
+                // Recovered motion: record k of m is fully played its
+                // share of the way through the segment that plays them.
+                if !recoveredRecs.isEmpty {
+                    let span = pl.lostSpanUs
+                    for (q, k) in recoveredRecs.enumerated() {
+                        let at = Double(span.start) + Double(q + 1) / Double(recoveredRecs.count) * Double(span.end &- span.start)
+                        let done = firstTick(UInt64(at.rounded(.up)), strict: false)
+                        out.recoveredLambdasUs.append(Double(done) - emit[k] - clock.dminUs)
+                    }
+                }
                 guard r.isMovement else { continue }
                 out.arrivedMovement += 1
                 if res == .late { out.late += 1 }
@@ -279,61 +399,102 @@ public struct LabCase: Sendable {
     /// ignores a hold and its catch-up (fewer than half the packets of the
     /// second), which stay jitter. The same rule for every policy; a
     /// constant delay scores as before.
-    func shiftedIdeal(_ run: PolicyRun) -> [LabVec] {
+    func shiftedIdeal(_ run: PolicyRun, phase: Int = 0) -> [LabVec] {
+        shiftedIdeals(run, phases: [phase])[0]
+    }
+
+    /// `shiftedIdeal` for several phases at once: the phases share their
+    /// windows' medians (a window is the same set of packets whatever the
+    /// phase that asks for it).
+    func shiftedIdeals(_ run: PolicyRun, phases: [Int]) -> [[LabVec]] {
         let global = clock.dminUs + ScoreAccumulator.median(run.lambdasUs)
         guard run.lambdaEmitUs.count == run.lambdasUs.count, !run.lambdasUs.isEmpty else {
-            return vsync.map { ideal.at($0 - global) }
+            return phases.map { vsyncs[$0].map { ideal.at($0 - global) } }
         }
         let order = run.lambdaEmitUs.indices.sorted { run.lambdaEmitUs[$0] < run.lambdaEmitUs[$1] }
         let e = order.map { run.lambdaEmitUs[$0] }, l = order.map { run.lambdasUs[$0] }
         let w = Self.localLatencyHalfWindowUs
-        var out: [LabVec] = []
-        out.reserveCapacity(vsync.count)
-        var lo = 0, hi = 0
-        var lastLo = -1, lastHi = -1, lastShift = global
-        var shift = Double.nan, prevT = 0.0
-        for t in vsync {
-            // Packets emitted within w of the frame's own (unshifted) time
-            // minus the run's latency: the ones shown around it.
-            let c = t - global
-            while lo < e.count && e[lo] < c - w { lo += 1 }
-            while hi < e.count && e[hi] <= c + w { hi += 1 }
-            if lo != lastLo || hi != lastHi {
-                lastShift = hi > lo ? clock.dminUs + ScoreAccumulator.median(Array(l[lo..<hi])) : global
-                lastLo = lo; lastHi = hi
+        var medians: [Int: Double] = [:]
+        return phases.map { phase in
+            let vsync = vsyncs[phase]
+            var out: [LabVec] = []
+            out.reserveCapacity(vsync.count)
+            var lo = 0, hi = 0
+            var lastLo = -1, lastHi = -1, lastShift = global
+            var shift = Double.nan, prevT = 0.0
+            for t in vsync {
+                // Packets emitted within w of the frame's own (unshifted) time
+                // minus the run's latency: the ones shown around it.
+                let c = t - global
+                while lo < e.count && e[lo] < c - w { lo += 1 }
+                while hi < e.count && e[hi] <= c + w { hi += 1 }
+                if lo != lastLo || hi != lastHi {
+                    if hi > lo {
+                        let key = lo &* (e.count + 1) &+ hi
+                        if let m = medians[key] {
+                            lastShift = m
+                        } else {
+                            lastShift = clock.dminUs + ScoreAccumulator.median(Array(l[lo..<hi]))
+                            medians[key] = lastShift
+                        }
+                    } else {
+                        lastShift = global
+                    }
+                    lastLo = lo; lastHi = hi
+                }
+                // While the path moves, the shift follows that median no faster
+                // than the oracle's stretch (field notes: rate 0.1). A median
+                // steps where the window's majority flips, which can be the
+                // middle of a stroke, and a stepping shift made the ideal path
+                // jump by the step times its speed though the cursor only sped
+                // up or slowed down (a delay that grew at a session's start
+                // was charged one 44 px jump on S2). A cursor that does jump
+                // meets a shift that ramps, and is charged for it. Where the
+                // path is still between the two shifts (a pause), the step
+                // shows nothing and is taken at once.
+                if shift.isNaN || ideal.at(t - lastShift) == ideal.at(t - shift) {
+                    shift = lastShift
+                } else {
+                    let room = Self.shiftRate * (t - prevT)
+                    shift += min(max(lastShift - shift, -room), room)
+                }
+                prevT = t
+                out.append(ideal.at(t - shift))
             }
-            // While the path moves, the shift follows that median no faster
-            // than the oracle's stretch (field notes: rate 0.1). A median
-            // steps where the window's majority flips, which can be the
-            // middle of a stroke, and a stepping shift made the ideal path
-            // jump by the step times its speed though the cursor only sped
-            // up or slowed down (a delay that grew at a session's start
-            // was charged one 44 px jump on S2). A cursor that does jump
-            // meets a shift that ramps, and is charged for it. Where the
-            // path is still between the two shifts (a pause), the step
-            // shows nothing and is taken at once.
-            if shift.isNaN || ideal.at(t - lastShift) == ideal.at(t - shift) {
-                shift = lastShift
-            } else {
-                let room = Self.shiftRate * (t - prevT)
-                shift += min(max(lastShift - shift, -room), room)
-            }
-            prevT = t
-            out.append(ideal.at(t - shift))
+            return out
         }
-        return out
     }
 
     /// How fast the ideal path's shift may follow the local latency:
     /// 0.1 s a second, the field notes' oracle's stretch limit.
     public static let shiftRate = 0.1
 
-    /// Scores one run of a policy into `acc`.
+    /// Scores one run of a policy into `acc`: its packets, its frames at
+    /// every vsync phase, and how far each stroke ends short.
     public func score(_ run: PolicyRun, into acc: inout ScoreAccumulator) {
         let lost = trace.records.filter { $0.arriveUs == nil }.count
         acc.addPackets(lambdasUs: run.lambdasUs, late: run.late, arrived: run.arrivedMovement,
                        lost: lost, sent: trace.records.count)
-        acc.addFrames(cursor: run.cursor, ideal: shiftedIdeal(run))
+        acc.recoveredLambdasUs += run.recoveredLambdasUs
+        let scored = Array(vsyncs.indices.prefix(run.cursors.count))
+        for (p, ideal) in zip(scored, shiftedIdeals(run, phases: scored)) {
+            acc.addFrames(cursor: run.cursors[p], ideal: ideal, phase: p)
+        }
+        acc.addStrokes(shortPx: strokeShortfall(run.cursor))
+    }
+
+    /// How far the cursor's travel over each stroke falls short of the
+    /// finger's (px; the distance between the two displacements), read at
+    /// phase 0's last vsync before the next stroke could show.
+    public func strokeShortfall(_ cursor: [LabVec]) -> [Double] {
+        var out: [Double] = []
+        var prevC = LabVec.zero, prevF = LabVec.zero
+        for s in strokes where s.vsync < cursor.count {
+            let c = cursor[s.vsync]
+            out.append(norm((c - prevC) - (s.finger - prevF)))
+            prevC = c; prevF = s.finger
+        }
+        return out
     }
 }
 
@@ -364,7 +525,8 @@ public enum Lab {
     public static func simulate(scenarios: [Scenario], policies: [Policy], seeds: Int, displayHz: Int = 120,
                                 display: LabDisplay? = nil, drain: LabDrain = .default,
                                 senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1,
-                                perfectNetwork: Bool = false, transport: LabTransport = .udp) -> [LabRow] {
+                                perfectNetwork: Bool = false, transport: LabTransport = .udp,
+                                phases: Int = LabCase.defaultPhases, fullPath: Bool = false) -> [LabRow] {
         let display = display ?? .fixed(hz: Double(displayHz))
         let drainHz = drain.hz(for: display)
         var rows: [LabRow] = []
@@ -374,7 +536,8 @@ public enum Lab {
                 var trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
                 if transport == .tcp { trace = trace.overTCP() }
                 let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, display: display,
-                                drainHz: drainHz, seed: UInt64(seed))
+                                drainHz: drainHz, seed: UInt64(seed), phases: phases,
+                                redundancy: transport == .redundant, fullPath: fullPath)
                 for (k, p) in policies.enumerated() { c.score(c.run(p), into: &accs[k]) }
             }
             for (k, p) in policies.enumerated() { rows.append(LabRow(scenario: sc.rawValue, policy: p.name, scores: accs[k].scores)) }
@@ -385,10 +548,12 @@ public enum Lab {
     /// Every policy on one trace.
     public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int = 120,
                               display: LabDisplay? = nil, drain: LabDrain = .default,
-                              perfectNetwork: Bool = false, transport: LabTransport = .udp) -> [LabRow] {
+                              perfectNetwork: Bool = false, transport: LabTransport = .udp,
+                              phases: Int = LabCase.defaultPhases, fullPath: Bool = false) -> [LabRow] {
         let t = transport == .tcp ? trace.overTCP() : trace
         let display = display ?? .fixed(hz: Double(displayHz))
-        let c = LabCase(trace: perfectNetwork ? t.perfectNetwork : t, display: display, drainHz: drain.hz(for: display))
+        let c = LabCase(trace: perfectNetwork ? t.perfectNetwork : t, display: display, drainHz: drain.hz(for: display),
+                        phases: phases, redundancy: transport == .redundant, fullPath: fullPath)
         return policies.map { p in
             var acc = ScoreAccumulator()
             c.score(c.run(p), into: &acc)

@@ -6,16 +6,26 @@ import RemoloTrace
 /// does; a lost one is gone), or as one TCP stream (what the phone page's
 /// WebSocket does; nothing is lost, but a lost segment holds back every
 /// later one until it is retransmitted: head-of-line blocking).
+/// `redundant` is UDP with the redundancy feature agreed (feature bit 1):
+/// every datagram carries the session's running totals and the receiver
+/// plays the motion of the datagrams lost before one it opens.
 public enum LabTransport: String, Sendable, CaseIterable {
-    case udp, tcp
+    case udp, redundant, tcp
 
-    /// `udp`, `tcp`, or `both` (udp then tcp).
+    /// A comma list of `udp`, `redundant`, `tcp`; `both` is udp,tcp and
+    /// `all` udp,redundant,tcp.
     public static func parse(_ s: String) throws(LabError) -> [LabTransport] {
         if s == "both" { return [.udp, .tcp] }
-        guard let t = LabTransport(rawValue: s) else {
-            throw LabError("unknown transport '\(s)': valid are udp, tcp or both")
+        if s == "all" { return [.udp, .redundant, .tcp] }
+        var out: [LabTransport] = []
+        for part in s.split(separator: ",") {
+            guard let t = LabTransport(rawValue: String(part)) else {
+                throw LabError("unknown transport '\(part)': valid are udp, redundant, tcp (a comma list), both or all")
+            }
+            if !out.contains(t) { out.append(t) }
         }
-        return [t]
+        guard !out.isEmpty else { throw LabError("--transport: name one, e.g. udp,redundant") }
+        return out
     }
 }
 

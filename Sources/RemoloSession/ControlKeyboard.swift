@@ -15,9 +15,13 @@ public struct ControlFeatures: OptionSet, Sendable, Hashable {
 
     /// Key and text messages, and refused back.
     public static let keyboard = ControlFeatures(rawValue: 1 << 0)
+    /// Pointer datagrams may carry the session's running totals (the
+    /// 65-byte layout, remolo_wire.h), and the receiver plays the motion of
+    /// lost ones from them.
+    public static let redundancy = ControlFeatures(rawValue: 1 << 1)
 
     /// Everything this build speaks.
-    public static let all: ControlFeatures = [.keyboard]
+    public static let all: ControlFeatures = [.keyboard, .redundancy]
 }
 
 /// Whether the receiver takes keys from this sender (the receiver's hello).

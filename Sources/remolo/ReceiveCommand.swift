@@ -21,7 +21,7 @@ let receiveUsage = """
 usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--keyboard allow|deny] [--rt PRIORITY]
                       [--output uinput|x11|portal|auto] [--name NAME] [--sink FILE] [--seconds N]
                       [--record-arrivals FILE] [--web [ADDR:]PORT] [--no-announce] [--keymap LAYOUT[:VARIANT]] [--no-keyboard]
-                      [--drain-hz auto|HZ]
+                      [--drain-hz auto|HZ] [--no-redundancy]
 
   --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
               datagrams) (default [::]:\(defaultPort): IPv6 and IPv4; 0.0.0.0
@@ -72,6 +72,11 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
   --no-keyboard
               take no keys or text from any sender (they are told why); no
               "Remolo keyboard" device is made
+  --no-redundancy
+              grant no sender the redundancy feature: its datagrams stay 49
+              bytes and the motion of a lost one is lost (by default a sender
+              that asks sends the session's running totals in each datagram,
+              65 bytes, and the motion of lost ones is played from the next)
   --no-announce
               do not announce this receiver on the LAN (by default it does,
               as \(RemoloService.type) through avahi-daemon, so that
@@ -101,6 +106,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var keyboard = KeyboardRight.allow
     var keymapArg: String?
     var typing = true
+    var redundancy = true
     var rt: Int32 = 0
     var name = PointerDevice.defaultName
     var seconds: Double?
@@ -133,6 +139,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         case "--no-announce": announce = false
         case "--keymap": keymapArg = o.value()
         case "--no-keyboard": typing = false
+        case "--no-redundancy": redundancy = false
         case "--drain-hz": drainArg = o.value()
         default: o.unknown()
         }
@@ -189,7 +196,8 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         }
         rx = try Receiver(host: host, port: port, trust: trust, output: output, drain: drain.rate,
                           realtimePriority: rt, recordArrivals: recorder,
-                          keyboard: typing ? ReceiverKeyboard(enabled: true, keymap: keymap) : .off, onEvent: { say($0) })
+                          keyboard: typing ? ReceiverKeyboard(enabled: true, keymap: keymap) : .off, redundancy: redundancy,
+                          onEvent: { say($0) })
     } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
         // After modprobe, a user other than root also needs access to it.
         fail("\(e.message) Then, to run as a normal user: add the udev rule `\(PointerDeviceError.udevRule)` "

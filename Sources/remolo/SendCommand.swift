@@ -11,11 +11,11 @@ import RemoloDiscovery
 let sendUsage = """
 usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
                    [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect] [--over udp|tcp]
-                   [--type TEXT]
+                   [--type TEXT] [--no-redundancy]
        remolo send [--to HOST:PORT] --device PATH|auto [--grab [--keyboard PATH|auto]]
                    [--accel A] [--pointer-speed S] [--scroll-speed S]
                    [--no-natural-scroll] [--no-tap] [--frame-hz HZ]
-                   [--touchpad-size WxH] [--seconds N] [--over udp|tcp]
+                   [--touchpad-size WxH] [--seconds N] [--over udp|tcp] [--no-redundancy]
 
   --to        the receiver (remolo receive --listen ...): HOST:PORT,
               [IPV6]:PORT, or a host alone (port \(defaultPort)); an IPv6
@@ -34,6 +34,12 @@ usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
   --over      udp (default): datagrams, and motion in the control channel
               (about 30 messages/s) while the receiver's receipts show that
               none get through; tcp: always the control channel
+  --no-redundancy
+              send 49-byte datagrams: a lost one's motion is lost. By default
+              the sender asks for the redundancy feature in its hello, and
+              where the receiver grants it each datagram carries the
+              session's running totals (65 bytes), from which the receiver
+              plays the motion of lost ones
   --reconnect when the session dies (receiver restarted, network gone),
               open a new one with back-off and carry on; motion of the
               outage is dropped. Without it a dead session ends the run
@@ -91,6 +97,7 @@ the connection or says bye ends the session, and the sender says why.
     var touchOptions: [(inout TouchpadConfig) -> Void] = []
     var gestureGiven = false, secondsGiven = false
     var typeText: String?
+    var redundancy = true
     var o = Options(args, usage: sendUsage)
     while let flag = o.next() {
         switch flag {
@@ -128,6 +135,7 @@ the connection or says bye ends the session, and the sender says why.
         case "--size": size = o.double(in: 1...5000)
         case "--rate": rate = o.double(in: 1...120)
         case "--reconnect": reconnect = true
+        case "--no-redundancy": redundancy = false
         case "--over":
             switch o.value() {
             case "udp": transport = .udp
@@ -154,12 +162,16 @@ the connection or says bye ends the session, and the sender says why.
     let (host, port): (String, UInt16)
     if let to { (host, port) = to } else { (host, port, found) = findKnownReceiver(dir) }
     let label = formatHostPort(host, port)
+    // Pairing alone (`--seconds 0`, e.g. with `remolo pair`, which pairs
+    // once and ends) sends nothing: no hello is said for redundancy.
+    let asksRedundancy = redundancy && (device != nil || seconds > 0)
 
     let tx: Sender
     do {
         if let code {
             tx = try Sender.pair(host: host, port: port, identity: identity, code: code,
-                                 directory: dir, label: label, keyboard: run.keyboard != nil || typeText != nil)
+                                 directory: dir, label: label, keyboard: run.keyboard != nil || typeText != nil,
+                                 redundancy: asksRedundancy)
             say("paired with receiver \(tx.channel.peer.fingerprint)")
         } else {
             // A missing file is an empty list; an unreadable one is an error
@@ -175,7 +187,7 @@ the connection or says bye ends the session, and the sender says why.
             // With --keyboard the device run says whether the receiver
             // takes keys, and why not, once.
             tx = try Sender.connect(host: host, port: port, identity: identity, receiver: receiver,
-                                    keyboard: run.keyboard != nil || typeText != nil,
+                                    keyboard: run.keyboard != nil || typeText != nil, redundancy: asksRedundancy,
                                     // A device run says itself, once, why keys are not taken.
                                     log: { if typeText != nil { say("remolo: \($0)") } })
         }
@@ -234,7 +246,8 @@ private func runSession(_ tx: Sender, _ body: () throws -> Void) -> String? {
           + " scroll_h_q8 \(s.totalScrollH) errors \(s.sendErrors + s.sessionsLost)"
           + " sessions_lost \(s.sessionsLost) reconnects \(s.reconnects) frames_dropped \(s.framesDropped)"
           + " fallback \(s.fallbackMessages) fallback_dx_q8 \(s.fallbackDX) fallback_dy_q8 \(s.fallbackDY)"
-          + " to_tcp \(s.switchesToTCP) to_udp \(s.switchesToUDP) keys \(tx.keyStats.sent) keys_refused \(tx.keyStats.refused)")
+          + " to_tcp \(s.switchesToTCP) to_udp \(s.switchesToUDP) keys \(tx.keyStats.sent) keys_refused \(tx.keyStats.refused)"
+          + " datagram_bytes \(tx.datagramBytes)")
     return failure
 }
 

@@ -10,7 +10,7 @@ let simulateUsage = """
 usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--display-hz HZ,...] [--drain-hz auto|HZ,...] [--sender-hz 60-240] [--duration SECONDS]
                        [--seed S] [--json|--markdown] [--trace FILE] [--write-trace FILE] [--svg FILE]
-                       [--perfect-network] [--frontier] [--transport udp|tcp|both] [--gaps-lost]
+                       [--perfect-network] [--frontier] [--transport udp|redundant|tcp|both|all] [--gaps-lost] [--phases N] [--full-path]
 
   --scenario     S1..S7, a comma list, or all (default all)
   --policy       arrival, fixed:MS, seed, default, oracle (rate 0.1), oracle:RATE,
@@ -45,11 +45,22 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                  previous one carries the motion of the lost ones between (a foreign
                  trace's convention); replay it as Remolo's sender would have sent
                  it: one frame's share each, all but the last lost
-  --transport    udp (default): a lost datagram is gone; tcp: the same link as one
-                 TCP stream (the phone page's WebSocket): every loss is retransmitted
-                 (fast retransmit after 3 duplicate ACKs, else the 200 ms minimum
-                 RTO) and holds every later datagram back, rows named "NAME tcp";
-                 both: udp and tcp rows side by side
+  --transport    a comma list of: udp (default): a lost datagram is gone;
+                 redundant: udp with the redundancy feature (every datagram carries
+                 the session's running totals; the receiver plays the motion of the
+                 datagrams lost before one it opens), rows named "NAME redundant";
+                 tcp: the same link as one TCP stream (the phone page's WebSocket):
+                 every loss is retransmitted (fast retransmit after 3 duplicate
+                 ACKs, else the 200 ms minimum RTO) and holds every later datagram
+                 back, rows named "NAME tcp"; both = udp,tcp; all = udp,redundant,tcp
+  --phases       vsync phases each run is scored at, 4-64 (default 16): phase k's
+                 vsyncs start (k + 1/2)/N of a frame after the first drain tick;
+                 starved, jitter and stutter are their mean, "jitter spread" the
+                 smallest and largest phase's jitter, max error and max jump the
+                 worst phase's (docs/smoothness.md)
+  --full-path    score against every motion the sender sent, lost datagrams'
+                 included (by default the ideal path leaves out what the receiver
+                 cannot know: lost motion without redundancy)
 """
 
 struct SimulateOptions {
@@ -75,6 +86,8 @@ struct SimulateOptions {
     var frontier = false
     var policyGiven = false
     var transports: [LabTransport] = [.udp]
+    var phases = LabCase.defaultPhases
+    var fullPath = false
 }
 
 func parseSimulate(_ args: [String]) -> SimulateOptions {
@@ -126,6 +139,8 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         case "--frontier": o.frontier = true
         case "--transport":
             do { o.transports = try LabTransport.parse(p.value()) } catch { fail(error.description) }
+        case "--phases": o.phases = p.int(in: 4...64)
+        case "--full-path": o.fullPath = true
         default: p.unknown()
         }
     }
@@ -157,14 +172,14 @@ func jsonRow(_ r: LabRow) -> String {
 }
 
 func tableText(_ rows: [LabRow]) -> String {
-    let head = ["scenario", "policy", "lat p50", "lat p95", "late%", "starved%", "lost%", "jitter", "J p99",
-                "stutter%", "stut max%", "max err", "max jump"]
+    let head = ["scenario", "policy", "lat p50", "lat p95", "late%", "starved%", "lost%", "jitter", "spread", "J p99",
+                "stutter%", "stut max%", "max err", "max jump", "short px", "recov p95"]
     var cells = [head]
     for r in rows {
         let s = r.scores
         cells.append([r.scenario, r.policy, fmt(s.latencyMsP50), fmt(s.latencyMsP95), fmt(s.latePct), fmt(s.starvedPct),
-                      fmt(s.lostPct), fmt(s.jitterRatio, 3), fmt(s.jitterPxP99), fmt(s.stutterPctMean), fmt(s.stutterPctMax),
-                      fmt(s.maxErrorPx, 1), fmt(s.maxJumpRatio, 1)])
+                      fmt(s.lostPct), fmt(s.jitterRatio, 3), spread(s), fmt(s.jitterPxP99), fmt(s.stutterPctMean),
+                      fmt(s.stutterPctMax), fmt(s.maxErrorPx, 1), fmt(s.maxJumpRatio, 1), short(s), recovered(s)])
     }
     var widths = [Int](repeating: 0, count: head.count)
     for row in cells { for (k, c) in row.enumerated() { widths[k] = max(widths[k], c.count) } }
@@ -177,30 +192,40 @@ func tableText(_ rows: [LabRow]) -> String {
         if n == 0 { out += widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ") + "\n" }
     }
     out += "latency ms (added, M1); jitter = RMS(J)/RMS(|dP|), J p99 px (M3); stutter = bad frames per 64-frame window (M4); max err px, max jump = max |dC|/max(|dP|,1px) (M5)\n"
+    out += "frame scores: mean over \(rows.first?.scores.phases ?? 0) vsync phases, spread = smallest-largest phase's jitter, max err and max jump the worst phase's; short px = how far each stroke ends short of the finger, mean/max; recov p95 = latency of the motion recovered for lost datagrams (redundancy), ms\n"
     return out
 }
 
+/// The smallest and largest phase's jitter ratio.
+func spread(_ s: Scores) -> String { "\(fmt(s.jitterRatioMin, 3))-\(fmt(s.jitterRatioMax, 3))" }
+
+/// The recovered datagrams' p95 latency (redundancy), "-" without.
+func recovered(_ s: Scores) -> String { s.recovered > 0 ? fmt(s.recoveredMsP95) : "-" }
+
+/// Px short at the end of a stroke, mean/max.
+func short(_ s: Scores) -> String { "\(fmt(s.shortPxMean, 1))/\(fmt(s.shortPxMax, 1))" }
+
 func markdownText(_ rows: [LabRow]) -> String {
-    var out = "| scenario | policy | latency p50 ms | latency p95 ms | late % | starved % | lost % | jitter ratio | J p99 px | stutter % mean | stutter % max | max error px | max jump |\n"
-    out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+    var out = "| scenario | policy | latency p50 ms | latency p95 ms | late % | starved % | lost % | jitter ratio | jitter spread | J p99 px | stutter % mean | stutter % max | max error px | max jump | short px mean/max | recovered p95 ms |\n"
+    out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
     for r in rows {
         let s = r.scores
         let bold = r.policy == "default"
         let name = bold ? "**default**" : r.policy
-        out += "| \(r.scenario) | \(name) | \(fmt(s.latencyMsP50)) | \(fmt(s.latencyMsP95)) | \(fmt(s.latePct)) | \(fmt(s.starvedPct)) | \(fmt(s.lostPct)) | \(fmt(s.jitterRatio, 3)) | \(fmt(s.jitterPxP99)) | \(fmt(s.stutterPctMean)) | \(fmt(s.stutterPctMax)) | \(fmt(s.maxErrorPx, 1)) | \(fmt(s.maxJumpRatio, 1)) |\n"
+        out += "| \(r.scenario) | \(name) | \(fmt(s.latencyMsP50)) | \(fmt(s.latencyMsP95)) | \(fmt(s.latePct)) | \(fmt(s.starvedPct)) | \(fmt(s.lostPct)) | \(fmt(s.jitterRatio, 3)) | \(spread(s)) | \(fmt(s.jitterPxP99)) | \(fmt(s.stutterPctMean)) | \(fmt(s.stutterPctMax)) | \(fmt(s.maxErrorPx, 1)) | \(fmt(s.maxJumpRatio, 1)) | \(short(s)) | \(recovered(s)) |\n"
     }
     return out
 }
 
 /// Rows for each transport, scenario by scenario: a scenario's udp rows,
-/// then its tcp rows (named "NAME tcp").
+/// then its redundant and tcp rows (named "NAME redundant", "NAME tcp").
 func byTransport(_ transports: [LabTransport], _ rows: (LabTransport) -> [LabRow]) -> [LabRow] {
     var order: [String] = []
     var blocks: [String: [LabRow]] = [:]
     for t in transports {
         for r in rows(t) {
             if blocks[r.scenario] == nil { order.append(r.scenario) }
-            blocks[r.scenario, default: []].append(t == .tcp ? LabRow(scenario: r.scenario + " tcp", policy: r.policy, scores: r.scores) : r)
+            blocks[r.scenario, default: []].append(t == .udp ? r : LabRow(scenario: r.scenario + " " + t.rawValue, policy: r.policy, scores: r.scores))
         }
     }
     return order.flatMap { blocks[$0] ?? [] }
@@ -253,11 +278,12 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         var name = (path as NSString).lastPathComponent
         if o.gapsLost { trace = trace.gapsLost; name += " gaps-lost" }
         rows = byTransport(o.transports) { t in
-            Lab.replay(trace: trace, name: name, policies: runPolicies(o), display: o.display, drain: o.drain, transport: t)
+            Lab.replay(trace: trace, name: name, policies: runPolicies(o), display: o.display, drain: o.drain, transport: t,
+                       phases: o.phases, fullPath: o.fullPath)
         }
         if o.perfect {
             rows = interleave(rows, Lab.replay(trace: trace, name: name + " perfect", policies: runPolicies(o),
-                                               display: o.display, drain: o.drain, perfectNetwork: true))
+                                               display: o.display, drain: o.drain, perfectNetwork: true, phases: o.phases))
         }
         if let d = o.dump {
             try? LabCase(trace: trace, display: o.display, drainHz: o.drain.hz(for: o.display)).dump(o.policies[0]).write(toFile: d, atomically: true, encoding: .utf8)
@@ -285,11 +311,13 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         let seeds = o.writeTrace != nil || (o.svg != nil && !o.frontier) ? 1 : o.seeds
         rows = byTransport(o.transports) { t in
             Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, display: o.display, drain: o.drain,
-                         senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, transport: t)
+                         senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, transport: t, phases: o.phases,
+                         fullPath: o.fullPath)
         }
         if o.perfect {
             let p = Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, display: o.display, drain: o.drain,
-                                 senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, perfectNetwork: true)
+                                 senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, perfectNetwork: true,
+                                 phases: o.phases)
             rows = interleave(rows, p.map { LabRow(scenario: $0.scenario + " perfect", policy: $0.policy, scores: $0.scores) })
         }
     }
@@ -306,12 +334,12 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         if o.json {
             print(rows.map(jsonRow).joined(separator: "\n"))
             for f in reports {
-                print("{\"scenario\":\"\(f.scenario)\",\"policy\":\"\(f.policy)\",\"frontier_jitter\":\(f.frontierJitter.map { String(format: "%.4f", $0) } ?? "null"),\"dominated_by\":\(f.dominatedBy.map { "\"\($0)\"" } ?? "null")}")
+                print("{\"scenario\":\"\(f.scenario)\",\"policy\":\"\(f.policy)\",\"frontier_jitter\":\(f.frontierJitter.map { String(format: "%.4f", $0) } ?? "null"),\"dominated_by\":\(f.dominatedBy.map { "\"\($0)\"" } ?? "null"),\"dominated_at_every_phase\":\(f.dominatedAtEveryPhase)}")
             }
             return
         }
         print(o.markdown ? markdownText(rows) : tableText(rows), terminator: "")
-        print("\nAgainst the fixed-delay frontier (fixed:0..100 ms; dominated = some fixed:MS has p95 <= +0.5 ms and jitter <= +2%):")
+        print("\nAgainst the fixed-delay frontier (fixed:0..100 ms; dominated = some fixed:MS has p95 <= +0.5 ms and phase-mean jitter <= +2%; at every phase = its largest phase's jitter below the policy's smallest):")
         for f in reports { print(o.markdown ? "- " + f.text : f.text) }
         return
     }
@@ -341,10 +369,12 @@ func drainTable(_ o: SimulateOptions) {
         cells.append(o.drains.map { drain in
             byTransport(o.transports) { t in
                 if let trace {
-                    return Lab.replay(trace: trace, name: names[0], policies: o.policies, display: d, drain: drain, transport: t)
+                    return Lab.replay(trace: trace, name: names[0], policies: o.policies, display: d, drain: drain, transport: t,
+                                      phases: o.phases)
                 }
                 return Lab.simulate(scenarios: o.scenarios, policies: o.policies, seeds: o.seeds, display: d, drain: drain,
-                                    senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, transport: t)
+                                    senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, transport: t,
+                                    phases: o.phases)
             }
         })
     }

@@ -6,9 +6,16 @@
  *  - raw input: every open is counted exactly once; an accepted datagram
  *    has a known kind and canonical fields, its counter is newer than
  *    anything the session accepted, and opening it again is a replay;
+ *    motion is recovered only by a 65-byte datagram of session B, after a
+ *    gap;
  *  - the first 25 bytes as counter + plaintext, sealed under the test key:
  *    opens (or is refused for its kind or fields, never otherwise), reseals
  *    to the same bytes, and any one-bit flip is refused;
+ *  - the first 41 bytes as counter + the redundant layout's plaintext,
+ *    sealed for session B (granted it): the same, and what it recovers is
+ *    the totals minus its own motion (nothing before it was opened), the
+ *    session's sums become its totals, and session A (not granted) refuses
+ *    the 65 bytes as too long without moving anything;
  *  - the bytes as add/remove operations on the session table: lookups
  *    agree with a plain list after every step.
  * Seeds: Tests/Fuzz/corpus/datagram_open/ (Tests/Fuzz/make_corpus_datagram_open.py).
@@ -35,6 +42,7 @@ static void setup(struct wire *w)
 	CHECK(wire_init(w) == 0);
 	CHECK(wire_add_session(w, id_a, key_a) == 0);
 	CHECK(wire_add_session(w, id_b, key_b) == 1);
+	CHECK(wire_set_totals(w, id_b, 1) == 0);
 }
 
 static uint64_t le64(const uint8_t *p)
@@ -44,6 +52,11 @@ static uint64_t le64(const uint8_t *p)
 	for (int i = 7; i >= 0; i--)
 		v = v << 8 | p[i];
 	return v;
+}
+
+static int recovers(const struct playout_pkt *p)
+{
+	return p->lost[0] || p->lost[1] || p->lost[2] || p->lost[3];
 }
 
 static void check_pkt(const struct playout_pkt *p)
@@ -69,6 +82,9 @@ static void raw(const uint8_t *data, size_t size)
 	if (size && size % WIRE_DATAGRAM_LEN == 0) {
 		chunk = WIRE_DATAGRAM_LEN;
 		n = size / WIRE_DATAGRAM_LEN;
+	} else if (size && size % WIRE_TOTALS_DATAGRAM_LEN == 0) {
+		chunk = WIRE_TOTALS_DATAGRAM_LEN;
+		n = size / WIRE_TOTALS_DATAGRAM_LEN;
 	}
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *d = data + i * chunk;
@@ -85,6 +101,15 @@ static void raw(const uint8_t *data, size_t size)
 			CHECK(rx.counter == le64(d + WIRE_OFF_COUNTER));
 			CHECK(!was->any_seen || rx.counter > was->newest);
 			check_pkt(&rx.pkt);
+			if (chunk != WIRE_TOTALS_DATAGRAM_LEN) {
+				CHECK(rx.pkt.lost_n == 0 && !recovers(&rx.pkt));
+			} else {
+				/* Only where granted; only after a gap, as long as it says. */
+				CHECK(r == 1);
+				CHECK(rx.pkt.lost_n == (was->any_seen ? rx.counter - was->newest - 1 : rx.counter) ||
+				      rx.pkt.lost_n == UINT32_MAX);
+				CHECK(rx.pkt.lost_n || !recovers(&rx.pkt));
+			}
 			CHECK(wire_open(&w, d, chunk, &rx) == -WIRE_DROP_REPLAY);
 			calls++;
 		} else {
@@ -143,6 +168,67 @@ static void recipe(const uint8_t *data, size_t size)
 	wire_deinit(&w);
 }
 
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void recipe_totals(const uint8_t *data, size_t size)
+{
+	struct wire w;
+	struct wire_rx rx;
+	uint8_t dg[WIRE_TOTALS_DATAGRAM_LEN], again[WIRE_TOTALS_DATAGRAM_LEN];
+	const uint8_t *pt = data + 8;
+	uint32_t totals[4], own[4] = { 0 };
+	uint64_t counter;
+	unsigned bit;
+	int r;
+
+	if (size < 8 + WIRE_PT_TOTALS_LEN)
+		return;
+	counter = le64(data);
+	for (int i = 0; i < 4; i++)
+		totals[i] = le32(pt + WIRE_PT_OFF_TOTALS + 4 * i);
+	memcpy(dg, id_b, WIRE_ID_LEN);
+	memcpy(dg + WIRE_OFF_COUNTER, data, 8);
+	CHECK(wire_aead_seal(dg + WIRE_OFF_CT, pt, WIRE_PT_TOTALS_LEN, dg, WIRE_HDR_LEN,
+			     WIRE_NONCE_FIXED, counter, key_b) == WIRE_PT_TOTALS_LEN + WIRE_TAG_LEN);
+
+	setup(&w);
+	r = wire_open(&w, dg, sizeof(dg), &rx);
+	CHECK(r == 1 || r == -WIRE_DROP_BAD_KIND || r == -WIRE_DROP_BAD_FIELD);
+	CHECK(w.sess[1].any_seen && w.sess[1].newest == counter);
+	if (r == 1) {
+		check_pkt(&rx.pkt);
+		CHECK(memcmp(w.sess[1].total, totals, sizeof(totals)) == 0);
+		wire_totals_add(own, &rx.pkt);
+		for (int i = 0; i < 4; i++)
+			CHECK(rx.pkt.lost[i] == (counter ? (int32_t)(totals[i] - own[i]) : 0));
+		CHECK(rx.pkt.lost_n == (counter > UINT32_MAX ? UINT32_MAX : counter));
+		CHECK(wire_seal_totals(key_b, id_b, counter, &rx.pkt, totals, again, sizeof(again)) ==
+		      WIRE_TOTALS_DATAGRAM_LEN);
+		CHECK(memcmp(again, dg, sizeof(dg)) == 0);
+	}
+	CHECK(wire_open(&w, dg, sizeof(dg), &rx) == -WIRE_DROP_REPLAY);
+	/* Session A never granted the layout: too long, nothing moves. */
+	memcpy(dg, id_a, WIRE_ID_LEN);
+	CHECK(wire_open(&w, dg, sizeof(dg), &rx) == -WIRE_DROP_LONG);
+	CHECK(!w.sess[0].any_seen);
+	wire_deinit(&w);
+
+	memcpy(dg, id_b, WIRE_ID_LEN);
+	bit = size > 8 + WIRE_PT_TOTALS_LEN ? data[8 + WIRE_PT_TOTALS_LEN] : 0;
+	bit |= size > 9 + WIRE_PT_TOTALS_LEN ? (unsigned)data[9 + WIRE_PT_TOTALS_LEN] << 8 : 0;
+	bit %= WIRE_TOTALS_DATAGRAM_LEN * 8;
+	dg[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	setup(&w);
+	r = wire_open(&w, dg, sizeof(dg), &rx);
+	/* A flip in the id may name session A, which refuses the length. */
+	CHECK(r == -WIRE_DROP_BAD_TAG || r == -WIRE_DROP_UNKNOWN_SESSION || r == -WIRE_DROP_LONG);
+	CHECK(!w.sess[0].any_seen && !w.sess[1].any_seen);
+	wire_deinit(&w);
+}
+
 /* Ids that share bytes, so their index homes collide often. */
 #define CHURN_IDS 48
 
@@ -196,6 +282,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	raw(data, size);
 	recipe(data, size);
+	recipe_totals(data, size);
 	churn(data, size);
 	return 0;
 }

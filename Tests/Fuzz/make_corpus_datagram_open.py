@@ -24,6 +24,16 @@ def a(counter, kind, x=0, y=0, tx=1_000_000):
     return dg.seal(KEY_A, ID_A, counter, kind, x, y, tx)
 
 
+def b(counter, kind, x=0, y=0, tx=1_000_000, totals=(0, 0, 0, 0)):
+    # Session B takes the redundant layout (granted in the harness).
+    return dg.seal(KEY_B, ID_B, counter, kind, x, y, tx, totals)
+
+
+def recipe_totals(counter, kind, x, y, tx, totals, flip=0):
+    # The harness's third reading: counter + the redundant plaintext, a bit.
+    return struct.pack("<QBiiQIIIIH", counter, kind, x, y, tx, *(t % (1 << 32) for t in totals), flip)
+
+
 def recipe(counter, kind, x, y, tx, flip=0):
     # The harness's second reading: counter + plaintext, then a bit index.
     return struct.pack("<QBiiQH", counter, kind, x, y, tx, flip)
@@ -54,6 +64,15 @@ seeds = {
     "header_only": ID_A + bytes(8),
     "recipe_button": recipe(3, dg.BUTTON, BTN_LEFT + 2, 1, 77, flip=100),
     "recipe_bad_kind": recipe(1, 200, 5, 5, 1, flip=391),
+    "redundant": b(0, dg.MOTION, 5, 6, totals=(5, 6, 0, 0)),
+    "redundant_gap": b(0, dg.MOTION, 5, 6, totals=(5, 6, 0, 0)) + b(3, dg.SCROLL, 1, 2, totals=(40, -6, 9, 2))
+    + b(4, dg.HEARTBEAT, totals=(41, -6, 9, 2)),
+    "redundant_replay": b(2, dg.MOTION, 1, 1, totals=(3, 3, 0, 0)) + b(2, dg.MOTION, 1, 1, totals=(3, 3, 0, 0))
+    + b(1, dg.MOTION, 1, 1, totals=(2, 2, 0, 0)),
+    "redundant_disagree": b(0, dg.MOTION, 1, 1, totals=(1, 1, 0, 0)) + b(1, dg.MOTION, 1, 1, totals=(99, 1, 0, 0)),
+    "redundant_on_a": dg.seal(KEY_A, ID_A, 0, dg.MOTION, 1, 1, 1, (1, 1, 0, 0)),
+    "recipe_totals": recipe_totals(7, dg.MOTION, 3, -4, 9, (2**31, -5, 120, 1), flip=300),
+    "recipe_totals_heartbeat": recipe_totals(1, dg.HEARTBEAT, 0, 0, 9, (10, 20, 30, 40), flip=2),
     "churn": bytes([0, 1, 2, 3, 0x81, 4, 0x80, 0x83, 5, 6, 0x82] + list(range(7, 48)) + [0x90, 0xA0, 0x85]),
 }
 tampered = bytearray(seeds["motion"])

@@ -5,15 +5,25 @@ written from the layout in docs/protocol.md (the same text
 heads CSources/RemoloCore/include/remolo_wire.h), using only the
 `cryptography` package (PyPI) for ChaCha20-Poly1305 (RFC 8439).
 
-    datagram.py seal   stdin:  KEYHEX IDHEX COUNTER KIND A B TX_US   (one per line)
+    datagram.py seal   stdin:  KEYHEX IDHEX COUNTER KIND A B TX_US [MX MY SV SH]
+                       (one per line; with the four running totals, the
+                       65-byte redundant layout)
                        stdout: DATAGRAMHEX
     datagram.py open   stdin:  KEYHEX DATAGRAMHEX
-                       stdout: ok IDHEX COUNTER KIND A B TX_US
+                       stdout: ok IDHEX COUNTER KIND A B TX_US [MX MY SV SH]
                             or drop short|long|bad_tag|bad_kind|bad_field
     datagram.py selftest
 
 `open` handles one datagram at a time; the replay rule (the counter must
-increase within a session) belongs to the caller that keeps sessions.
+increase within a session) belongs to the caller that keeps sessions, and
+so does the redundant layout's bookkeeping (which sessions were granted
+it, the sums it is compared with): `open` takes 49 and 65 bytes alike.
+
+The redundant layout (feature bit 1, `redundancy`, agreed in hello;
+remolo_wire.h and docs/smoothness.md): the plaintext is the 17 bytes below
+followed by four u32, the running totals modulo 2^32 of the a and b of every
+motion datagram and of every scroll datagram the sender sealed in the
+session, this one included: motion x, motion y, scroll v, scroll h.
 """
 import struct
 import sys
@@ -22,8 +32,10 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
 DATAGRAM_LEN = 49          # 8 id + 8 counter + 17 ciphertext + 16 tag
+REDUNDANT_LEN = 65         # ... + 16 more bytes of sealed totals
 HEADER = struct.Struct("<8sQ")        # session id, counter: the aad
 PLAINTEXT = struct.Struct("<BiiQ")    # kind, a, b, tx_us
+TOTALS = struct.Struct("<IIII")       # motion x, y, scroll v, h (mod 2^32)
 MOTION, SCROLL, BUTTON, HEARTBEAT = 1, 2, 3, 4
 
 
@@ -32,16 +44,18 @@ def nonce(counter):
     return b"\x00\x00\x00\x00" + struct.pack("<Q", counter)
 
 
-def seal(key, session_id, counter, kind, a, b, tx_us):
+def seal(key, session_id, counter, kind, a, b, tx_us, totals=None):
     header = HEADER.pack(session_id, counter)
     plaintext = PLAINTEXT.pack(kind, a, b, tx_us)
+    if totals is not None:
+        plaintext += TOTALS.pack(*(t % (1 << 32) for t in totals))
     return header + ChaCha20Poly1305(key).encrypt(nonce(counter), plaintext, header)
 
 
 def open_datagram(key, datagram):
     if len(datagram) < DATAGRAM_LEN:
         return ("drop", "short")
-    if len(datagram) > DATAGRAM_LEN:
+    if len(datagram) not in (DATAGRAM_LEN, REDUNDANT_LEN):
         return ("drop", "long")
     header = datagram[:HEADER.size]
     session_id, counter = HEADER.unpack(header)
@@ -49,14 +63,15 @@ def open_datagram(key, datagram):
         plaintext = ChaCha20Poly1305(key).decrypt(nonce(counter), datagram[HEADER.size:], header)
     except InvalidTag:
         return ("drop", "bad_tag")
-    kind, a, b, tx_us = PLAINTEXT.unpack(plaintext)
+    kind, a, b, tx_us = PLAINTEXT.unpack(plaintext[:PLAINTEXT.size])
+    totals = TOTALS.unpack(plaintext[PLAINTEXT.size:]) if len(plaintext) > PLAINTEXT.size else ()
     if kind not in (MOTION, SCROLL, BUTTON, HEARTBEAT):
         return ("drop", "bad_kind")
     if kind == BUTTON and not (0 <= a <= 0xFFFF and b in (0, 1)):
         return ("drop", "bad_field")
     if kind == HEARTBEAT and (a, b) != (0, 0):
         return ("drop", "bad_field")
-    return ("ok", session_id, counter, kind, a, b, tx_us)
+    return ("ok", session_id, counter, kind, a, b, tx_us) + totals
 
 
 def selftest():
@@ -74,6 +89,9 @@ def selftest():
     bad = bytearray(d)
     bad[20] ^= 1
     assert open_datagram(k, bytes(bad)) == ("drop", "bad_tag")
+    r = seal(k, b"12345678", 8, MOTION, 5, -7, 100, (5, -7, 0, 1 << 32))
+    assert len(r) == REDUNDANT_LEN and open_datagram(k, r) == ("ok", b"12345678", 8, MOTION, 5, -7, 100,
+                                                             5, (1 << 32) - 7, 0, 0)
     print("ok")
 
 
@@ -92,7 +110,8 @@ def main(argv):
         if mode == "seal":
             key, sid = bytes.fromhex(f[0]), bytes.fromhex(f[1])
             counter, kind, a, b, tx = (int(x) for x in f[2:7])
-            print(seal(key, sid, counter, kind, a, b, tx).hex())
+            totals = tuple(int(x) for x in f[7:11]) if len(f) >= 11 else None
+            print(seal(key, sid, counter, kind, a, b, tx, totals).hex())
         else:
             r = open_datagram(bytes.fromhex(f[0]), bytes.fromhex(f[1]) if len(f) > 1 else b"")
             if r[0] == "ok":

@@ -112,8 +112,9 @@ func oracleFrontier(_ rate: Double) {
     #expect(d.frameMaxUs == 17_000 && d.riseWindowUs == 500_000)
     #expect(d.slewPermille == 100 && d.catchupPermille == 500)
     #expect(d.delayMinUs == 2_000 && d.delayStartUs == 2_000 && d.delayMarginUs == 2_000)
-    #expect(d.keepMaxUs == 128_000)
+    #expect(d.keepMaxUs == 128_000 && d.lostSpanMaxUs == 50_000)
     d.frameMaxUs = 0; d.riseWindowUs = 0; d.slewPermille = 0; d.catchupPermille = 0; d.keepMaxUs = 0
+    d.lostSpanMaxUs = 0
     d.delayMinUs = 6_000; d.delayStartUs = 12_000; d.delayMarginUs = 3_000
     #expect(d == PlayoutConfig.seed)
     #expect(PlayoutConfig.seed.segEndAtSlot == 0)

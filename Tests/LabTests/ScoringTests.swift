@@ -160,7 +160,7 @@ func shiftFollowsLatencySmoothly(_ c: ShiftCase) {
     let dmin = lab.clock.dminUs
     func latency(_ t: Double) -> Double { t - t0 < c.stepAtUs ? 10_000 : 40_000 }
     var run = PolicyRun()
-    run.cursor = lab.vsync.map { lab.ideal.at($0 - dmin - latency($0)) }
+    run.cursors = lab.vsyncs.map { v in v.map { lab.ideal.at($0 - dmin - latency($0)) } }
     for e in lab.emit {
         // Shown at r with r - L(r) = e + dmin: the later latency once
         // e + dmin + 40 ms is past the step.
@@ -174,4 +174,99 @@ func shiftFollowsLatencySmoothly(_ c: ShiftCase) {
     let j = acc.scores.jitterRatio
     #expect(j < c.jitterBelow, "case \(c.id): jitter \(j)")
     #expect(j > c.jitterAbove, "case \(c.id): jitter \(j)")
+}
+
+/// The phase rule (docs/smoothness.md): frame scores are the mean over the
+/// vsync phases, with the smallest and largest phase's beside them. A
+/// playout that scores the same at every phase scores exactly that, with
+/// no spread: each hand-made case above, added at 8 phases.
+@Test(arguments: scoringCases)
+func samePhaseScoresAverageToThemselves(_ c: ScoringCase) {
+    let cur = c.cursorX.map { LabVec($0, 0, 0, 0) }, ide = c.idealX.map { LabVec($0, 0, 0, 0) }
+    var one = ScoreAccumulator(), eight = ScoreAccumulator()
+    one.addFrames(cursor: cur, ideal: ide)
+    for p in 0..<8 { eight.addFrames(cursor: cur, ideal: ide, phase: p) }
+    let a = one.scores, b = eight.scores
+    #expect(a.phases == 1 && b.phases == 8, "case \(c.id)")
+    for (x, y, what) in [(a.jitterRatio, b.jitterRatio, "jitter"), (a.starvedPct, b.starvedPct, "starved"),
+                         (a.jitterPxP99, b.jitterPxP99, "p99"), (a.stutterPctMean, b.stutterPctMean, "stutter"),
+                         (a.stutterPctMax, b.stutterPctMax, "stutter max"), (a.maxErrorPx, b.maxErrorPx, "max error"),
+                         (a.maxJumpRatio, b.maxJumpRatio, "max jump")] {
+        #expect(abs(x - y) < 1e-12, "case \(c.id) \(what): one phase \(x), eight \(y)")
+    }
+    #expect(b.jitterRatioMin == b.jitterRatioMax && abs(b.jitterRatioMax - a.jitterRatio) < 1e-12, "case \(c.id): no spread")
+    #expect(b.stutterPctMeanMin == b.stutterPctMeanMax && abs(b.stutterPctMeanMax - a.stutterPctMean) < 1e-12, "case \(c.id)")
+}
+
+/// Phases that differ: the mean, the smallest and the largest (M3), the
+/// worst phase's M5.
+@Test func phasesAverageWithTheirSpread() {
+    var acc = ScoreAccumulator()
+    // Phase 0: perfect; phase 1: case 3's freeze and catch-up.
+    let c3 = scoringCases[2]
+    acc.addFrames(cursor: c3.idealX.map { LabVec($0, 0, 0, 0) }, ideal: c3.idealX.map { LabVec($0, 0, 0, 0) }, phase: 0)
+    acc.addFrames(cursor: c3.cursorX.map { LabVec($0, 0, 0, 0) }, ideal: c3.idealX.map { LabVec($0, 0, 0, 0) }, phase: 1)
+    let s = acc.scores
+    #expect(abs(s.jitterRatio - c3.jitterRatio / 2) < 1e-12)
+    #expect(s.jitterRatioMin == 0 && abs(s.jitterRatioMax - c3.jitterRatio) < 1e-12)
+    #expect(abs(s.stutterPctMean - c3.stutterMean / 2) < 1e-12)
+    #expect(abs(s.maxErrorPx - c3.maxError) < 1e-12 && abs(s.maxJumpRatio - c3.maxJump) < 1e-12)
+}
+
+/// Constant-latency playouts score their floor at every phase.
+struct PhaseFloorCase: Sendable, CustomTestStringConvertible {
+    let id: Int
+    let what: String
+    let scenario: Scenario
+    let policy: Policy
+    /// How far any phase's jitter may lie from the same phase on a perfect
+    /// network (the floor).
+    let tolerance: Double
+    var testDescription: String { "\(id). \(what)" }
+}
+
+let phaseFloorCases: [PhaseFloorCase] = [
+    // 1. The oracle without stretch plays the path at one constant delay
+    //    (the largest lateness): no jitter at any phase, on a perfect
+    //    network or not.
+    PhaseFloorCase(id: 1, what: "oracle:0 on S1", scenario: .s1, policy: .oracle(rate: 0), tolerance: 1e-9),
+    // 2. The same on the office link's spikes: one larger constant.
+    PhaseFloorCase(id: 2, what: "oracle:0 on S2", scenario: .s2, policy: .oracle(rate: 0), tolerance: 1e-9),
+    // 3. The core with its delay pinned above every lateness of S1: each
+    //    packet plays where a perfect network puts it, but for the clock
+    //    offset's estimate (a few hundred us).
+    PhaseFloorCase(id: 3, what: "fixed:40 on S1", scenario: .s1, policy: .fixed(ms: 40), tolerance: 0.01),
+]
+
+@Test(arguments: phaseFloorCases)
+func constantLatencyScoresItsFloorAtEveryPhase(_ c: PhaseFloorCase) {
+    let t = LabRun.generate(scenario: c.scenario, seed: 1, durationS: 6)
+    func phases(_ trace: Trace) -> [Double] {
+        let lab = LabCase(trace: trace, display: .fixed(hz: 120), phases: 8)
+        var acc = ScoreAccumulator()
+        lab.score(lab.run(c.policy), into: &acc)
+        return acc.phases.map(\.jitterRatio)
+    }
+    let real = phases(t), floor = phases(t.perfectNetwork)
+    #expect(real.count == 8 && floor.count == 8)
+    for (k, (r, f)) in zip(real, floor).enumerated() {
+        #expect(abs(r - f) <= c.tolerance, "case \(c.id), phase \(k): \(r) against the floor's \(f)")
+    }
+}
+
+/// Phase k's vsyncs start (k + 1/2)/N of a frame after the first drain
+/// tick, one frame apart, and none falls on a tick.
+@Test(arguments: [4, 8, 16])
+func vsyncPhasesAvoidTheTicks(_ n: Int) {
+    let t = LabRun.generate(scenario: .s1, seed: 2, durationS: 2)
+    let lab = LabCase(trace: t, display: .fixed(hz: 120), phases: n)
+    #expect(lab.phases == n)
+    let t0 = Double(t.records.compactMap(\.arriveUs).min()!), frame = 1e6 / 120, tick = 1e6 / 480
+    for (k, v) in lab.vsyncs.enumerated() {
+        #expect(abs(v[0] - t0 - (Double(k) + 0.5) / Double(n) * frame) < 1e-6, "phase \(k)")
+        for x in v.prefix(600) {
+            let r = (x - t0).truncatingRemainder(dividingBy: tick)
+            #expect(min(r, tick - r) >= 1, "phase \(k): a vsync \(r) us from a tick")
+        }
+    }
 }

@@ -9,24 +9,28 @@ import Testing
 @Suite struct SessionKeyboardTests {
     static let a: UInt16 = 30, shift: UInt16 = 42, ctrl: UInt16 = 29
 
-    static func kb(enabled: Bool = true, mayType: Bool = true, device: Bool = true) -> SessionKeyboard {
+    static func kb(enabled: Bool = true, mayType: Bool = true, device: Bool = true,
+                   offered: ControlFeatures = .all) -> SessionKeyboard {
         SessionKeyboard(policy: ReceiverKeyboard(enabled: enabled, keymap: nil), mayType: mayType, hasDevice: device,
-                        hasKey: { $0 >= 1 && $0 <= 0x2ff && $0 != 0x200 }, now: 0)
+                        hasKey: { $0 >= 1 && $0 <= 0x2ff && $0 != 0x200 }, offered: offered, now: 0)
     }
 
     static func key(_ code: UInt16, _ down: Bool, _ seq: UInt32) -> KeyEvent {
         KeyEvent(code: code, isDown: down, senderTimeNs: UInt64(seq) * 1_000_000, sequence: seq)
     }
 
+    /// Redundancy is granted whatever the keyboard's status, unless the
+    /// receiver does not offer it (`remolo receive --no-redundancy`: case 6).
     @Test("1: the hello answers what this sender may do", arguments: [
-        (1, true, true, true, ControlFeatures.keyboard, KeyboardStatus.allowed),
-        (2, false, true, true, [], .off),
-        (3, true, false, true, [], .notAllowed),
-        (4, true, true, false, [], .noDevice),
-        (5, false, false, false, [], .off),
+        (1, true, true, true, ControlFeatures.all, KeyboardStatus.allowed),
+        (2, false, true, true, .redundancy, .off),
+        (3, true, false, true, .redundancy, .notAllowed),
+        (4, true, true, false, .redundancy, .noDevice),
+        (5, false, false, false, .redundancy, .off),
+        (6, true, true, true, .keyboard, .allowed),
     ] as [(Int, Bool, Bool, Bool, ControlFeatures, KeyboardStatus)])
     func hello(_ n: Int, _ enabled: Bool, _ mayType: Bool, _ device: Bool, _ features: ControlFeatures, _ status: KeyboardStatus) throws {
-        var k = Self.kb(enabled: enabled, mayType: mayType, device: device)
+        var k = Self.kb(enabled: enabled, mayType: mayType, device: device, offered: n == 6 ? .keyboard : .all)
         // Bits this build does not know are not granted.
         let reply = try k.hello(ControlHello(features: ControlFeatures(rawValue: 0xffff_ffff)), isFirst: true)
         #expect(reply == ControlHello(features: features, keyboard: status), "\(n)")

@@ -141,7 +141,7 @@ import Testing
         (3, ["remolo", "demo", "--sc"], ["--scenario"]),
         (4, ["remolo", "demo", "--scenario", ""], ["S1", "S2", "S3", "S4", "S5", "S6", "S7"]),
         (5, ["remolo", "send", "--gesture", "s"], ["swipe"]),
-        (6, ["remolo", "simulate", "--transport", ""], ["udp", "tcp", "both"]),
+        (6, ["remolo", "simulate", "--transport", ""], ["udp", "redundant", "tcp", "both", "all"]),
         (7, ["remolo", "receive", "--listen", ""], []),
         (8, ["remolo", "install", "--sys"], ["--system"]),
         (9, ["remolo", "version", ""], ["--help"]),

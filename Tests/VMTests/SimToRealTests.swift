@@ -77,7 +77,14 @@ extension VMSuite {
         /// the control channel, which `--record-arrivals` does not record,
         /// and the playout holds the drag's motion behind its press, so a
         /// replay without it would predict the motion too early.
-        static let gesture = ["--gesture", "circle", "--size", "150", "--seconds", "3"]
+        ///
+        /// Without redundancy: `--record-arrivals` lists the datagrams the
+        /// receiver opened, not the motion a datagram's running totals
+        /// recovered for the lost and reordered ones before it, so a replay
+        /// of the recording would predict a pointer that never shows that
+        /// motion (the lab replays redundancy from traces that list the
+        /// lost rows: `remolo simulate --transport redundant`).
+        static let gesture = ["--gesture", "circle", "--size", "150", "--seconds", "3", "--no-redundancy"]
 
         struct Row {
             var link: String

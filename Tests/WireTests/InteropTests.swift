@@ -151,6 +151,52 @@ enum Python {
         }
     }
 
+    /// The redundant layout both ways: Python seals a stroke with its
+    /// running totals and every third datagram is withheld; the core opens
+    /// the rest on a session that granted the layout and recovers exactly
+    /// the withheld motion. The core's own 65-byte datagrams open in Python
+    /// with the totals it sealed.
+    @Test func redundantLayoutInterop() throws {
+        try Python.requireCryptography()
+        let k = hex(keyBytesA), id = hex(idBytesA)
+        var totals = SIMD4<Int64>.zero
+        var lines: [String] = []
+        var moves: [(Int32, Int32, Bool)] = []
+        for n in 0..<30 {
+            let scroll = n % 10 == 9
+            let a = Int32(n * 37 - 400), b = Int32(-n * 11 + 90)
+            totals &+= scroll ? SIMD4(0, 0, Int64(a), Int64(b)) : SIMD4(Int64(a), Int64(b), 0, 0)
+            moves.append((a, b, scroll))
+            lines.append("\(k) \(id) \(n) \(scroll ? 2 : 1) \(a) \(b) \(1_000 + n * 8_333) \(totals[0]) \(totals[1]) \(totals[2]) \(totals[3])")
+        }
+        let sealed = try Python.run([Python.script, "seal"], input: lines.joined(separator: "\n") + "\n")
+            .split(separator: "\n").map { unhex(String($0)) }
+        try #require(sealed.count == 30)
+        let opener = DatagramOpener()
+        try opener.addSession(idA, key: keyA)
+        #expect(opener.grantRedundancy(idA))
+        var got = SIMD4<Int64>.zero
+        for (n, d) in sealed.enumerated() where n % 3 != 1 {
+            #expect(d.count == 65)
+            let o = try opener.open(d).get()
+            let r = o.recovered
+            got &+= SIMD4(Int64(r[0]), Int64(r[1]), Int64(r[2]), Int64(r[3]))
+            let m = moves[n]
+            got &+= m.2 ? SIMD4(0, 0, Int64(m.0), Int64(m.1)) : SIMD4(Int64(m.0), Int64(m.1), 0, 0)
+            #expect(o.lostDatagrams == (n % 3 == 2 ? 1 : 0), "datagram \(n)")
+        }
+        // Every withheld one (the last is 28) is followed by one that opens.
+        #expect(got == totals, "recovered \(got), sent \(totals)")
+
+        var t = DatagramTotals()
+        let d = Datagram(.scroll(vertical: -120, horizontal: 7), senderTimeUs: 42)
+        t.add(Datagram(.motion(dx: -3, dy: 4), senderTimeUs: 41))
+        t.add(d)
+        let bytes = DatagramSealer.seal(d, counter: 9, totals: t, key: keyA, session: idA)
+        let py = try Python.run([Python.script, "open"], input: "\(k) \(hex(bytes))\n").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(py == "ok \(id) 9 2 -120 7 42 \(UInt32(bitPattern: -3)) 4 \(UInt32(bitPattern: -120)) 7")
+    }
+
     /// Refusals agree: what Python refuses for a reason, RemoloCore refuses
     /// for the same reason (and the reverse direction for its own sealing).
     @Test func pythonRefusalsMatch() throws {

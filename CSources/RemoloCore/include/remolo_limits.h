@@ -148,6 +148,16 @@
  * while the 10% slew worked it off, for ten times the step (S7 seed 9: p95
  * added latency 197 -> 12.8 ms). */
 #define REMOLO_KEEP_MAX_US       128000u
+/* Motion recovered from a session's running totals (the redundancy
+ * feature, remolo_wire.h) plays over the lost datagrams' own frames, but
+ * over at most this long: a gap of half a second would otherwise replay
+ * half a second of motion, behind schedule, while the finger has moved on
+ * (docs/smoothness.md, "Redundancy"). */
+#define REMOLO_LOST_SPAN_MAX_US  50000u
+/* A hostile or broken sender's totals may claim any motion: what one gap
+ * recovers is bounded by the single-packet bound for each datagram the
+ * counter skipped, up to this many. */
+#define REMOLO_LOST_BOUND_DATAGRAMS 128u
 #define REMOLO_DEFAULT_DELAY_MIN_US     2000u
 #define REMOLO_DEFAULT_DELAY_START_US   2000u
 #define REMOLO_DEFAULT_DELAY_MARGIN_US  2000u
@@ -189,6 +199,9 @@ _Static_assert(REMOLO_LATHIST_BUCKETS * REMOLO_LATHIST_BUCKET_US >= REMOLO_DELAY
 _Static_assert(REMOLO_DEFAULT_DELAY_MIN_US <= REMOLO_DEFAULT_DELAY_START_US &&
                REMOLO_DEFAULT_DELAY_START_US <= REMOLO_DELAY_MAX_US, "default start delay inside the clamp");
 _Static_assert(REMOLO_KEEP_MAX_US < REMOLO_STEP_RESET_US, "a clock step re-anchors before it rebases");
+_Static_assert(REMOLO_LOST_SPAN_MAX_US <= 1000000u, "a recovered span is a segment: at most 1 s");
+_Static_assert((unsigned long long)REMOLO_LOST_BOUND_DATAGRAMS * REMOLO_MAX_MOTION_Q8 < (1ull << 40),
+	       "recovered motion stays far inside a segment's int64 total");
 _Static_assert(REMOLO_SLEW_PERMILLE <= 1000 && REMOLO_CATCHUP_PERMILLE <= 1000, "stretch rates are fractions");
 _Static_assert((REMOLO_RX_BUFS & (REMOLO_RX_BUFS - 1)) == 0, "buffer ring: power of two");
 _Static_assert((REMOLO_OUTPUT_PIPE_BYTES & (REMOLO_OUTPUT_PIPE_BYTES - 1)) == 0,

@@ -82,6 +82,13 @@
  *   delay applies at once (a backlog is caught up by the stretch) instead
  *   of holding every packet that much longer, or leaving them that late,
  *   while the slew works it off.
+ * - lost_span_max_us (with frame_max_us): motion a packet recovers for the
+ *   datagrams lost just before it (the redundancy feature: pkt.lost) plays
+ *   as a segment of its own over the lost datagrams' frames, right after
+ *   the previous packet's, and ends where they would have; but it spreads
+ *   over at most this long (0: no bound but their frames'). Without
+ *   frame_max_us it joins the packet's own motion, which then spreads over
+ *   the whole time since the previous packet anyway.
  */
 #define PLAYOUT_CONFIG_FIELDS(X) \
 	X(creep_ppm) \
@@ -108,7 +115,8 @@
 	X(late_cost_us) \
 	X(hist_prior) \
 	X(late_hold_us) \
-	X(keep_max_us)
+	X(keep_max_us) \
+	X(lost_span_max_us)
 
 struct playout_config {
 #define PLAYOUT_CONFIG_MEMBER(name) uint32_t name;
@@ -142,13 +150,21 @@ enum playout_kind {
 /* One decoded packet. Motion: a,b = dx,dy in Q8 px. Scroll: a,b =
  * vertical,horizontal in Q8 hi-res units (positive = up / right, as
  * REL_WHEEL and REL_HWHEEL). Button: code = BTN_*, down = 0/1. Key: code =
- * KEY_* (a key of the keyboard device, kbddev_has_key), down = 0/1. */
+ * KEY_* (a key of the keyboard device, kbddev_has_key), down = 0/1.
+ *
+ * lost_n, lost: on a session with the redundancy feature (remolo_wire.h),
+ * a datagram of any kind says how many datagrams the counter skipped just
+ * before it and what motion they carried, recovered from the running
+ * totals: x, y (Q8 px) and vertical, horizontal (Q8 hi-res units). Zero
+ * everywhere else; the playout plays it once, spread over the gap. */
 struct playout_pkt {
 	uint64_t tx_us;            /* sender clock */
 	int32_t a, b;
 	uint16_t code;
 	uint8_t kind;
 	uint8_t down;
+	uint32_t lost_n;
+	int32_t lost[4];
 };
 
 /* ---- clock offset ------------------------------------------------------- */
@@ -388,7 +404,9 @@ struct playout_stats {
 	uint64_t forced;             /* applied at once: no segment could hold it */
 	uint64_t btn_collapsed;      /* button events folded by a full ring */
 	uint64_t rejected;           /* unknown kind or button code */
-	uint64_t clamped;            /* deltas over the single-packet bound */
+	uint64_t clamped;            /* deltas over the single-packet bound (and
+				      * recovered motion over its bound) */
+	uint64_t recovered;          /* packets that carried motion of lost ones */
 	uint64_t clock_resets;
 	uint64_t clock_steps;
 	uint64_t keys;               /* key changes let out */
@@ -437,6 +455,9 @@ struct playout {
 	 * merged tail, or the next tick): what the lab measures latency by. */
 	uint64_t last_due_us;
 	bool last_due_strict;        /* due only at a tick after last_due_us */
+	/* Where the latest recovered motion plays (pkt.lost), for the lab. */
+	uint64_t lost_start_us;
+	uint64_t lost_end_us;
 	struct playout_stats stats;
 };
 

@@ -91,6 +91,9 @@ enum rx_op {
 	RX_OP_KEYS = 5,                 /* id, pkt.tx_us, keys[0..nkeys): key
 					 * changes at one sender time, played in
 					 * order (playout_push_keys) */
+	RX_OP_REDUNDANCY = 6,           /* id: the session's hello granted the
+					 * redundancy feature; its 65-byte datagrams
+					 * open from now on (wire_set_totals) */
 };
 
 /*
@@ -152,6 +155,8 @@ struct rx_stats {
 					 * last received a packet */
 	uint64_t clamped;               /* packets over the single-packet bound
 					 * (REMOLO_MAX_MOTION_Q8, REMOLO_MAX_SCROLL_Q8) */
+	uint64_t recovered;             /* packets that played the motion of lost
+					 * ones (the redundancy feature) */
 	uint64_t ticks;                 /* timer completions handled */
 	uint64_t missed_ticks;          /* expirations beyond one per read */
 	uint64_t late_ticks;            /* reads that found more than one */

@@ -39,6 +39,36 @@
  * Anything else after a valid tag is dropped as WIRE_DROP_BAD_KIND; a
  * known kind with out-of-range fields as WIRE_DROP_BAD_FIELD.
  *
+ * ---- The redundant layout (65 bytes; feature bit 1, `redundancy`) -------
+ *
+ * Only on a session whose hello granted the redundancy feature (README,
+ * Protocol, "Extensions and the keyboard"): every datagram of any kind
+ * may then be 65 bytes, the same header and sealing over a 33-byte
+ * plaintext, the 17 above followed by the session's running totals:
+ *
+ *    17   4  motion x total    u32: the sum, modulo 2^32, of the a of every
+ *    21   4  motion y total         motion datagram the sender sealed in this
+ *                                   session, this one included (b for y)
+ *    25   4  scroll v total    the same over scroll datagrams' a (vertical)
+ *    29   4  scroll h total    ... and b (horizontal)
+ *
+ * The receiver keeps the same sums over what it opened (a 49-byte datagram
+ * adds its own motion; a 65-byte one sets them to its totals). When a
+ * 65-byte datagram's counter skips n datagrams, the totals minus the sums
+ * minus its own motion are the motion of those n: the playout plays it
+ * once, spread over the gap (pkt.lost, remolo_playout.h), instead of
+ * losing it. Never twice: the strict counter refuses every replayed or
+ * late datagram before its totals are read, and the sums move only with an
+ * opened datagram. Where the counter skips nothing the totals can only
+ * agree; if they do not (a broken sender), nothing is played for them and
+ * the sums follow the totals.
+ *
+ * Elsewhere a 65-byte datagram is too long (WIRE_DROP_LONG), as it always
+ * was: a receiver that never granted the feature, or one written before
+ * it, refuses it the same way. A sender uses the layout only once the
+ * receiver's hello granted it; a receiver that granted it still opens
+ * 49-byte datagrams of the session (those sealed before the answer came).
+ *
  * ---- Replay rule: strictly increasing counter ---------------------------
  *
  * A session accepts a datagram only if its counter is greater than every
@@ -88,6 +118,12 @@
 #define WIRE_PT_OFF_B        5u
 #define WIRE_PT_OFF_TX       9u
 
+/* The redundant layout. */
+#define WIRE_TOTALS_LEN      16u     /* four u32 running totals */
+#define WIRE_PT_TOTALS_LEN   33u     /* plaintext + totals */
+#define WIRE_TOTALS_DATAGRAM_LEN 65u /* header + plaintext + totals + tag */
+#define WIRE_PT_OFF_TOTALS   17u
+
 /* The 32-bit constant part of the nonce (RFC 8439 2.8) for datagrams. */
 #define WIRE_NONCE_FIXED     0u
 
@@ -100,6 +136,10 @@
 _Static_assert(WIRE_DATAGRAM_LEN == WIRE_HDR_LEN + WIRE_PT_LEN + WIRE_TAG_LEN, "datagram: 8 + 8 + 17 + 16");
 _Static_assert(WIRE_OFF_TAG == WIRE_OFF_CT + WIRE_PT_LEN, "tag follows the ciphertext");
 _Static_assert(WIRE_PT_OFF_TX + 8 == WIRE_PT_LEN, "plaintext ends with tx_us");
+_Static_assert(WIRE_PT_OFF_TOTALS == WIRE_PT_LEN && WIRE_PT_TOTALS_LEN == WIRE_PT_LEN + WIRE_TOTALS_LEN,
+	       "the totals follow the plaintext");
+_Static_assert(WIRE_TOTALS_DATAGRAM_LEN == WIRE_HDR_LEN + WIRE_PT_TOTALS_LEN + WIRE_TAG_LEN,
+	       "redundant datagram: 8 + 8 + 33 + 16");
 _Static_assert((WIRE_INDEX_SLOTS & (WIRE_INDEX_SLOTS - 1)) == 0, "index: power of two");
 _Static_assert(WIRE_INDEX_SLOTS >= 2 * REMOLO_SESSIONS_MAX, "index load <= 1/2");
 _Static_assert(REMOLO_SESSIONS_MAX <= 255, "index entries are u8 (slot + 1)");
@@ -108,7 +148,9 @@ _Static_assert(REMOLO_SESSIONS_MAX <= 255, "index entries are u8 (slot + 1)");
 /* wire_open returns the slot (>= 0) or minus one of these (not errno). */
 enum wire_drop {
 	WIRE_DROP_SHORT = 1,           /* fewer than WIRE_DATAGRAM_LEN bytes */
-	WIRE_DROP_LONG = 2,            /* more than WIRE_DATAGRAM_LEN bytes */
+	WIRE_DROP_LONG = 2,            /* more than WIRE_DATAGRAM_LEN bytes, other
+					* than the redundant layout on a session
+					* that granted it */
 	WIRE_DROP_UNKNOWN_SESSION = 3, /* no live session has this id */
 	WIRE_DROP_REPLAY = 4,          /* counter <= newest accepted counter */
 	WIRE_DROP_BAD_TAG = 5,         /* forged, corrupted or wrong key */
@@ -129,8 +171,12 @@ struct wire_session {
 	uint64_t newest;               /* newest accepted counter, if any_seen */
 	uint64_t opened;               /* datagrams accepted */
 	uint64_t rejected;             /* replays and bad tags for this id */
+	uint64_t recovered;            /* datagrams whose totals recovered motion */
+	uint32_t total[4];             /* running sums of what was opened (the
+					* redundant layout): motion x, y, scroll v, h */
 	uint8_t any_seen;
 	uint8_t live;
+	uint8_t totals;                /* the redundant layout is granted */
 };
 
 struct wire {
@@ -170,9 +216,25 @@ int wire_lookup(const struct wire *w, const uint8_t id[WIRE_ID_LEN]);
  * the table just to read one field. */
 int wire_newest(const struct wire *w, const uint8_t id[WIRE_ID_LEN], uint64_t *out);
 
+/* The session's hello granted the redundancy feature (on = 1) or not:
+ * 0, or -ENOENT if the id is not live. */
+int wire_set_totals(struct wire *w, const uint8_t id[WIRE_ID_LEN], int on);
+
 /* Opens one datagram: the slot (>= 0) with *out filled, or -enum wire_drop
- * (counted in w->stats; *out untouched). */
+ * (counted in w->stats; *out untouched). A redundant datagram's recovered
+ * motion is in out->pkt.lost and lost_n. */
 int wire_open(struct wire *w, const uint8_t *buf, size_t len, struct wire_rx *out);
+
+/* Adds a datagram's own motion to running totals (motion x, y, scroll v,
+ * h; modulo 2^32): what a sender does for every datagram it seals, before
+ * sealing it, and a receiver for every 49-byte datagram it opens. */
+void wire_totals_add(uint32_t total[4], const struct playout_pkt *pkt);
+
+/* Seals pkt in the redundant layout with these totals (this datagram's
+ * own motion included) into out: WIRE_TOTALS_DATAGRAM_LEN, or as
+ * wire_seal. Only for a session whose hello granted the feature. */
+int wire_seal_totals(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,
+		     const struct playout_pkt *pkt, const uint32_t total[4], uint8_t *out, size_t cap);
 
 /* Seals pkt (kind, a/b or code/down, tx_us) as the datagram with this
  * counter into out. Returns WIRE_DATAGRAM_LEN, -ENOSPC if cap is too small,

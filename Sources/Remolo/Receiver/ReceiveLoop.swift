@@ -154,6 +154,13 @@ public final class ReceiveLoop: @unchecked Sendable {
         }
     }
 
+    /// The session's hello granted the redundancy feature: its 65-byte
+    /// datagrams (running totals) open from now on. False if unknown.
+    @discardableResult
+    public func grantRedundancy(_ id: SessionID) throws(ReceiverError) -> Bool {
+        try command(RawLoop.command(RX_OP_REDUNDANCY, id)) == 0
+    }
+
     /// Ends a session: what it still holds plays out at once, its buttons are
     /// released, and its datagrams are dropped from now on. False if unknown.
     @discardableResult

@@ -37,6 +37,8 @@ public final class Receiver: @unchecked Sendable {
     private let onEvent: @Sendable (String) -> Void
     /// What the receiver does with keys, and what it counted.
     public let keyboard: ReceiverKeyboard
+    /// Whether it grants the redundancy feature to senders that ask.
+    public let redundancy: Bool
     private let keyTally = KeyboardTally()
 
     /// Time a session's last datagrams get to land after its bye: the bye
@@ -49,11 +51,13 @@ public final class Receiver: @unchecked Sendable {
     ///     finishes it.
     ///   - drain: how often the loop lets motion out (480 Hz by default;
     ///     `Displays.autoDrain()` matches the display).
+    ///   - redundancy: grant the redundancy feature (datagrams with running
+    ///     totals: the motion of lost ones is played) to senders that ask.
     ///   - onEvent: one line per session event (for logs).
     public init(host: String = "0.0.0.0", port: UInt16, trust: ReceiverTrust, output: ReceiverOutput,
                 playout: PlayoutConfig = .default, drain: DrainRate = .default, realtimePriority: Int32 = 0,
                 limits: SessionLimits = SessionLimits(), recordArrivals: ArrivalRecorder? = nil,
-                keyboard: ReceiverKeyboard = ReceiverKeyboard(),
+                keyboard: ReceiverKeyboard = ReceiverKeyboard(), redundancy: Bool = true,
                 onEvent: @escaping @Sendable (String) -> Void = { _ in }) throws {
         try ReceiveLoop.probe()
         let listener = try TCPListener(host: host, port: port)
@@ -79,6 +83,8 @@ public final class Receiver: @unchecked Sendable {
         self.trust = trust
         self.onEvent = onEvent
         self.keyboard = keyboard
+        self.redundancy = redundancy
+        let offered: ControlFeatures = redundancy ? .all : ControlFeatures.all.subtracting(.redundancy)
         let loop = self.loop
         let sessions = self.sessions
         let keyTally = self.keyTally
@@ -111,7 +117,7 @@ public final class Receiver: @unchecked Sendable {
             onSession: { channel in
                 Receiver.noteSession(channel, trust: trust, onEvent: onEvent)
                 var kb = SessionKeyboard(policy: keyboard, mayType: trust.mayType(channel.peer),
-                                         hasDevice: loop.hasKeyboard, hasKey: KeyboardDevice.hasKey)
+                                         hasDevice: loop.hasKeyboard, hasKey: KeyboardDevice.hasKey, offered: offered)
                 Receiver.serve(channel, loop: loop, sessions: sessions, keyboard: &kb, tally: keyTally, onEvent: onEvent)
             })
         let server = self.server
@@ -306,7 +312,15 @@ public final class Receiver: @unchecked Sendable {
         var played = SessionKeyboard.Play.none
         var refused: KeyRefused?
         switch m {
-        case .hello(let h): reply = .hello(try kb.hello(h, isFirst: isFirst))
+        case .hello(let h):
+            var answer = try kb.hello(h, isFirst: isFirst)
+            // The loop opens the 65-byte layout before the sender hears it
+            // may send it; a loop that cannot (the session just went) grants
+            // nothing.
+            if answer.features.contains(.redundancy), (try? loop.grantRedundancy(id)) != true {
+                answer.features.remove(.redundancy)
+            }
+            reply = .hello(answer)
         case .key(let k): (played, refused) = try kb.key(k)
         case .text(let t): (played, refused) = try kb.text(t)
         default: return

@@ -23,6 +23,9 @@ public struct ReceiverStats: Sendable, Equatable {
     /// Packets whose deltas were over the single-packet bound (1024 px per
     /// axis, 10 notches), clamped to it.
     public var clampedPackets: UInt64
+    /// Datagrams whose running totals gave the motion of lost ones, which
+    /// was played (the redundancy feature).
+    public var recoveredPackets: UInt64
     /// The playout delay (us) of the session that last received a packet.
     public var delayUs: UInt64
     /// Drain ticks handled; ticks that found the timer had fired more than
@@ -96,6 +99,7 @@ public struct ReceiverStats: Sendable, Equatable {
         receiveErrors = s.recv_errors
         latePackets = s.pushed_late
         clampedPackets = s.clamped
+        recoveredPackets = s.recovered
         delayUs = s.delay_us
         ticks = s.ticks
         lateTicks = s.late_ticks
@@ -164,7 +168,8 @@ public struct ReceiverStats: Sendable, Equatable {
         fields += [
             ("truncated", "\(truncated)"), ("buffer_ring_empty", "\(bufferRingEmpty)"),
             ("receive_arms", "\(receiveArms)"), ("receive_errors", "\(receiveErrors)"),
-            ("late_packets", "\(latePackets)"), ("clamped_packets", "\(clampedPackets)"), ("delay_us", "\(delayUs)"),
+            ("late_packets", "\(latePackets)"), ("clamped_packets", "\(clampedPackets)"),
+            ("recovered_packets", "\(recoveredPackets)"), ("delay_us", "\(delayUs)"),
             ("ticks", "\(ticks)"), ("late_ticks", "\(lateTicks)"), ("missed_ticks", "\(missedTicks)"),
             ("frames", "\(frames)"), ("split_frames", "\(splitFrames)"), ("write_errors", "\(writeErrors)"),
             ("last_write_errno", "\(lastWriteErrno)"), ("timer_starts", "\(timerStarts)"),
@@ -188,6 +193,7 @@ public struct ReceiverStats: Sendable, Equatable {
         let reasons = DatagramDropReason.allCases.compactMap { r in self[r] > 0 ? "\(r.name) \(self[r])" : nil }
         if !reasons.isEmpty { s += " (" + reasons.joined(separator: ", ") + ")" }
         s += " | late packets \(latePackets) clamped \(clampedPackets)"
+        if recoveredPackets > 0 { s += " recovered \(recoveredPackets)" }
         s += " | ticks \(ticks) late \(lateTicks) missed \(missedTicks) | frames \(frames)"
         s += " | timer \(timerRunning ? "on" : "off") (starts \(timerStarts)) | sessions \(liveSessions)"
         s += " | io_uring flags 0x" + String(ringFlags, radix: 16) + (realtime ? " | SCHED_FIFO" : "")

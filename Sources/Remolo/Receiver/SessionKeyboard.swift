@@ -63,6 +63,9 @@ struct SessionKeyboard {
     let mayType: Bool
     let hasDevice: Bool
     let hasKey: (UInt16) -> Bool
+    /// The features this receiver grants at all (the keyboard still
+    /// depends on the status).
+    let offered: ControlFeatures
     private(set) var spoken: ControlFeatures?
     private(set) var status: KeyboardStatus = .off
     private(set) var lastSequence: UInt32?
@@ -71,8 +74,9 @@ struct SessionKeyboard {
     private var tokensAt: Double
 
     init(policy: ReceiverKeyboard, mayType: Bool, hasDevice: Bool, hasKey: @escaping (UInt16) -> Bool,
-         now: Double = MonotonicClock.seconds()) {
+         offered: ControlFeatures = .all, now: Double = MonotonicClock.seconds()) {
         self.policy = policy
+        self.offered = offered
         self.mayType = mayType
         self.hasDevice = hasDevice
         self.hasKey = hasKey
@@ -99,7 +103,7 @@ struct SessionKeyboard {
         guard spoken == nil else { throw .helloTwice }
         guard isFirst else { throw .helloLate }
         status = !policy.enabled ? .off : !hasDevice ? .noDevice : !mayType ? .notAllowed : .allowed
-        var granted = h.features.intersection(.all)
+        var granted = h.features.intersection(.all).intersection(offered)
         if status != .allowed { granted.remove(.keyboard) }
         spoken = granted
         return ControlHello(features: granted, keyboard: status)
