@@ -66,7 +66,8 @@ extension RxSuite {
             try tx.button(.left, down: false, at: senderClockUs())
             #expect(try tx.key(30, down: true, at: senderClockUs()) == false)
             tx.close()
-            #expect(eventually(3) { old.sessions.count == 2 })
+            // Both sessions seen, and the second one's two messages recorded.
+            #expect(eventually(5) { old.sessions.count == 2 && old.sessions.last?.count == 2 }, "\(old.sessions)")
             let s = old.sessions
             // The first session said hello and got bye 2; the second said none.
             #expect(s.first?.first.map { if case .hello = $0 { true } else { false } } == true)
