@@ -70,7 +70,10 @@ import Testing
                                 configDir: c.receiver, log: c.log("rx"))
         defer { rx.signal(SIGCONT); rx.signal(SIGKILL) }
         _ = try #require(rx.line("receiver "), "receive did not start: \(rx.output)")
-        let tx = try CLIProcess(["send", "--to", "127.0.0.1:\(port)", "--gesture", "idle", "--seconds", "40"],
+        // --no-redundancy: no hello, so the session is established once the
+        // receiver says "session" (a receiver frozen before it answers a
+        // hello fails the sender's connect instead: a different path).
+        let tx = try CLIProcess(["send", "--to", "127.0.0.1:\(port)", "--gesture", "idle", "--seconds", "40", "--no-redundancy"],
                                 configDir: c.sender, log: c.log("tx"))
         #expect(eventually(10) { rx.output.contains("session ") }, "\(rx.output)")
         rx.signal(SIGSTOP)
