@@ -102,6 +102,9 @@ import Testing
             let tx = try CLIProcess(["send", "--to", "127.0.0.1:\(port)", "--gesture", "circle", "--seconds", "20"],
                                     configDir: c.sender, log: c.log("tx0"))
             #expect(eventually(10) { rx.output.contains("session ") }, "\(rx.output)")
+            // Mid-run: past the hello that follows key confirmation (a
+            // receiver killed before answering it fails the connect instead).
+            usleep(1_000_000)
             rx.signal(SIGKILL)
             _ = rx.wait()
             #expect(tx.wait(upTo: SessionLimits().keepaliveInterval + SessionLimits().answerMargin) == 1, "\(tx.output)")
@@ -113,7 +116,7 @@ import Testing
         let tx = try CLIProcess(["send", "--to", "127.0.0.1:\(port)", "--gesture", "circle", "--seconds", "6", "--reconnect"],
                                 configDir: c.sender, log: c.log("tx"))
         #expect(eventually(10) { a.output.contains("session ") }, "\(a.output)")
-        usleep(500_000)
+        usleep(1_000_000)
         a.signal(SIGKILL)
         _ = a.wait()
         #expect(eventually(5) { tx.output.contains("session lost") }, "\(tx.output)")
