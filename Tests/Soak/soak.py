@@ -54,6 +54,7 @@ import time
 
 HOST = "127.0.0.1"  # the soak never leaves loopback
 DATAGRAM_LEN = 49
+REDUNDANT_LEN = 65  # the layout with running totals, on sessions that granted it
 KINDS = ("short", "long", "random", "wrong_session", "wrong_key", "replay")
 # Junk the kernel may drop at the receiver's socket, as a fraction of the
 # junk sent. The receiver's queue holds about 10,000 datagrams (8 MiB of
@@ -126,8 +127,13 @@ def read_captured(path):
             data = f.read()
     except FileNotFoundError:
         return []
-    n = len(data) // DATAGRAM_LEN
-    return [data[i * DATAGRAM_LEN:(i + 1) * DATAGRAM_LEN] for i in range(n)]
+    # Records: a length byte, then the datagram (49 bytes, or 65 on a
+    # session that granted redundancy); a record still being written is left.
+    out, i = [], 0
+    while i < len(data) and i + 1 + data[i] <= len(data):
+        out.append(data[i + 1:i + 1 + data[i]])
+        i += 1 + data[i]
+    return out
 
 
 def flood(args):
@@ -140,7 +146,12 @@ def flood(args):
     # Pools built once (sealing in Python is slower than sending).
     pool = {
         "short": [os.urandom(rng.randrange(1, DATAGRAM_LEN)) for _ in range(512)],
-        "long": [os.urandom(rng.randrange(DATAGRAM_LEN + 1, 300)) for _ in range(512)],
+        # Longer than 49, but never 65: that is the redundant layout's length,
+        # which the receiver looks up by session first (docs/protocol.md,
+        # "Redundancy"), so random bytes of that length count as
+        # unknown_session, not long.
+        "long": [os.urandom(n) for n in (rng.randrange(DATAGRAM_LEN + 1, 300) for _ in range(1024))
+                 if n != REDUNDANT_LEN][:512],
         "random": [os.urandom(DATAGRAM_LEN) for _ in range(512)],
         # Well-formed and sealed, but for sessions the receiver never issued.
         "wrong_session": [seal(os.urandom(32), os.urandom(8), rng.getrandbits(63), 1, 256, 0, 0)
@@ -244,8 +255,8 @@ def relay(args):
     while True:
         d = usock.recv(2048)
         out.send(d)  # forward first: the copy is for later replays
-        if len(d) == DATAGRAM_LEN:
-            cap.write(d)
+        if len(d) in (DATAGRAM_LEN, REDUNDANT_LEN):
+            cap.write(bytes([len(d)]) + d)
 
 
 # ---- connections that open and stall --------------------------------------
