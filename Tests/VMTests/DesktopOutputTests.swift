@@ -436,7 +436,11 @@ extension VMSuite {
             let events = reader.read(settleMs: 300, timeoutMs: 5000) { false }
             let dx = events.filter { $0 == Ev.rel(REL_X, $0.value) }.reduce(0) { $0 + $1.value }
             let dy = events.filter { $0 == Ev.rel(REL_Y, $0.value) }.reduce(0) { $0 + $1.value }
-            #expect(dx == 30 && dy == -20, "the fall-back device moved \(dx), \(dy)")
+            // All of what followed, once; of the 7 px sent as the server
+            // went, only the batch that failed is lost (the drain spreads
+            // a packet over several ticks, so the rest may follow it):
+            // never more than was sent.
+            #expect(dx >= 30 && dx <= 37 && dy == -20, "the fall-back device moved \(dx), \(dy)")
             // Pressed on the lost server; the new device never had it down.
             #expect(libevdev_get_event_value(reader.dev, UInt32(EV_KEY), UInt32(BTN_LEFT)) == 0)
             #expect(adapter.stats.backend == "uinput")
