@@ -101,3 +101,33 @@ test("samples of a pointermove: coalesced when they are this pointer's, else the
   ];
   for (const [i, [e, n, what]] of cases.entries()) assert.equal(samplesOf(e).length, n, `case ${i + 1}: ${what}`);
 });
+
+test("without coalesced events every pointermove is one sample, with its own time", () => {
+  // Safari before 18.2 (and 18.2 with another finger down): no
+  // getCoalescedEvents, or none of this pointer's. Each pointermove then
+  // reaches the trackpad as exactly one sample, and its interval is the
+  // time since the previous pointermove, whatever the frames do.
+  const cases = [ // [case, spacing of pointermoves in us, frame period in us]
+    [1, 16_667, 16_667],  // 60 Hz touches, 60 Hz frames (an iPhone)
+    [2, 8_333, 16_667],   // 120 Hz touches, 60 Hz frames (ProMotion: frames stay at 60)
+    [3, 16_667, 33_333],  // Low Power Mode: 30 Hz frames
+  ];
+  for (const [n, spacing, period] of cases) {
+    const out = recorder();
+    const pad = new Trackpad(out);
+    pad.down(1, 0, 100, 0);
+    let t = 200_000, nextFrame = t; // past the tap timeout: plain motion
+    pad.tick(t);
+    const moves = 30;
+    for (let k = 1; k <= moves; k++) {
+      t += spacing;
+      while (nextFrame <= t) { pad.tick(nextFrame); nextFrame += period; }
+      const e = { pointerId: 1, clientX: 5 * k, clientY: 100, timeStamp: t / 1000 }; // no getCoalescedEvents
+      const samples = samplesOf(e);
+      assert.equal(samples.length, 1, `case ${n}: one sample per pointermove`);
+      for (const s of samples) pad.move(e.pointerId, s.clientX, s.clientY, s.timeStamp * 1000);
+    }
+    assert.equal(out.motions.length, moves, `case ${n}: ${out.motions.length} motion samples of ${moves} pointermoves`);
+    for (const m of out.motions.slice(1)) assert.ok(Math.abs(m.intervalUs - spacing) < 1, `case ${n}: interval ${m.intervalUs} us, spacing ${spacing}`);
+  }
+});
