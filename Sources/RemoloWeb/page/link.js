@@ -24,6 +24,58 @@ export class LinkClosed extends Error {
   }
 }
 
+/**
+ * Why a WebSocket to the receiver failed, in words a person can act on.
+ * A browser says nothing about why a WebSocket failed before it opened
+ * (the error event carries no detail and the close code is always 1006,
+ * RFC 6455 section 7.1.5; WHATWG WebSockets hides the reason on purpose),
+ * so the page asks its own origin once (`probeOk`: a same-origin fetch
+ * answered) and the browser whether it is online:
+ *
+ * - "offline": navigator.onLine is false: nothing else is worth saying;
+ * - "closed": the WebSocket opened and the receiver closed it (its reason);
+ * - "websocketRefused": the page's origin answers over HTTPS but its
+ *   WebSocket fails before opening. iOS does that with the receiver's own
+ *   certificate: the exception the user accepted for the page does not
+ *   carry over to WebSockets (NSURLErrorDomain, OSStatus -9807, "invalid
+ *   certificate chain"); so does a proxy or filter that blocks WebSockets;
+ * - "unreachable": neither answers: the receiver is down, or this phone
+ *   is not on its network. Also when there was no probe.
+ *
+ * Returns {kind, message}; `port` (the page's) goes into the advice.
+ */
+export function classifyLinkFailure({ opened = false, closeCode, closeReason, probeOk, online, port } = {}) {
+  if (online === false) return { kind: "offline", message: "this phone is offline" };
+  if (opened) {
+    return { kind: "closed", message: `the receiver closed the connection: ${closeReason || `closed (${closeCode ?? 1006})`}` };
+  }
+  if (probeOk === true) {
+    return { kind: "websocketRefused", message:
+      "the receiver is up but this browser refused its WebSocket — its certificate exception does not carry over to "
+      + `WebSockets here. Install the receiver's certificate authority (remolo receive --web ${port || "PORT"} --ca; `
+      + "open /remolo.mobileconfig on iPhone or /ca.crt on Android; see docs/phone-engines.md) or try another browser" };
+  }
+  return { kind: "unreachable", message: "cannot reach the receiver: is remolo receive --web running, and this phone on its network?" };
+}
+
+/**
+ * The probe: one same-origin fetch of a small page file, not cached,
+ * given up after `ms` (a host that is gone may never answer a SYN).
+ * Resolves true when the origin answered 2xx.
+ */
+export async function probeOrigin(url, ms = 3000) {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), ms);
+  try {
+    const r = await fetch(url, { cache: "no-store", signal: abort.signal });
+    return r.ok;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A WebSocket as an ordered byte stream plus a datagram sink. */
 class Socket {
   constructor(url) {
@@ -39,17 +91,19 @@ class Socket {
       const chunk = m.subarray(1);
       if (this.onChunk) this.onChunk(chunk); else { this.chunks.push(chunk); this.wake?.(); }
     };
-    this.ws.onclose = (e) => { this.closed = e.reason || `closed (${e.code})`; this.wake?.(); this.onClose?.(this.closed); };
-    this.opened = new Promise((resolve, reject) => {
-      this.ws.onopen = resolve;
-      this.ws.onerror = () => reject(new LinkClosed("cannot reach the receiver's web port"));
+    // Resolves true once open, false if it failed before (error, then close).
+    this.opened = new Promise((resolve) => {
+      this.ws.onopen = () => resolve(true);
+      this.ws.onerror = () => resolve(false);
+      this.failed = () => resolve(false);
     });
+    this.ws.onclose = (e) => { this.failed(); this.closed = e.reason || `closed (${e.code})`; this.wake?.(); this.onClose?.(this.closed); };
   }
 
   async read(ms = 6000) {
     const deadline = Date.now() + ms;
     while (this.chunks.length === 0) {
-      if (this.closed) throw new LinkClosed(`the receiver closed the connection: ${this.closed}`);
+      if (this.closed) throw new LinkClosed(classifyLinkFailure({ opened: true, closeReason: this.closed }).message, { reason: "closed" });
       if (Date.now() > deadline) throw new LinkClosed("the receiver did not answer in time");
       await new Promise((r) => { this.wake = r; setTimeout(r, 100); });
     }
@@ -85,9 +139,15 @@ export const BASE_ONLY_MESSAGE = "the receiver does not take keys (older version
  * "baseOnly"; connect again with `hello: false` (no pairing needed, it
  * completed at the pong).
  */
-export async function connect({ url, identity, receiverPublicKey, codeBytes, hello = true, onMessage, onClose }) {
+export async function connect({ url, identity, receiverPublicKey, codeBytes, hello = true, onMessage, onClose, probe, online, port }) {
   const sock = new Socket(url);
-  await sock.opened;
+  if (!(await sock.opened)) {
+    // Once per attempt: the retries' back-off paces the probes too.
+    const offline = online?.() === false;
+    const probeOk = offline || !probe ? undefined : await probe();
+    const why = classifyLinkFailure({ opened: false, probeOk, online: offline ? false : undefined, port });
+    throw new LinkClosed(why.message, { retry: true, reason: why.kind });
+  }
   let paired = null;
   try {
     const hs = codeBytes
