@@ -5,7 +5,8 @@
 // itself with the stored keys.
 import { Trackpad, samplesOf } from "./trackpad.js";
 import { Framer, FrameClock, defaultSettings } from "./framer.js";
-import { connect, LinkClosed, BASE_ONLY_MESSAGE } from "./link.js";
+import { connect, LinkClosed, BASE_ONLY_MESSAGE, probeOrigin } from "./link.js";
+import { appleMobile, diagnostics, fullScreenTip, wakeLockTip } from "./capabilities.js";
 import { KeyboardSender, RefusalTally, keyboardStatusMessage, MODIFIER_CODES } from "./keyboard.js";
 import { SoftKeyboard, bindKeyRow } from "./typing.js";
 import { decodePairingCode, fingerprint } from "./pairing.js";
@@ -27,6 +28,24 @@ let identity = null;
 let sentThisSecond = 0, rate = 0;
 let baseOnly = false; // the receiver answered hello with bye 2: no hello again in this run
 let typed = [];       // this session's key and text messages, as sent
+let lastFailure = null; // the last connection problem ({kind, message}: link.js classifyLinkFailure)
+let identityState;    // "key", "wrapped" or "none" (store.js), undefined while loading
+let wakeState = navigator.wakeLock ? "idle" : "unavailable";
+
+// --- what this browser gives the page (capabilities.js, docs/phone-engines.md)
+const ios = appleMobile({ ua: navigator.userAgent, standaloneProp: navigator.standalone, maxTouchPoints: navigator.maxTouchPoints });
+// A Home Screen app: display-mode from the manifest (Android, iOS 16.4+),
+// or Apple's own navigator.standalone (MDN, Navigator.standalone).
+const standalone = () => navigator.standalone === true
+  || ["standalone", "fullscreen"].some((m) => window.matchMedia?.(`(display-mode: ${m})`).matches);
+// WebKit gives requestFullscreen to the iPad only; fullscreenEnabled is
+// false where a page may not use it (MDN, Document.fullscreenEnabled).
+const fullscreenApi = () => typeof document.documentElement.requestFullscreen === "function" && document.fullscreenEnabled !== false;
+const facts = () => ({
+  coalesced: typeof PointerEvent !== "undefined" && "getCoalescedEvents" in PointerEvent.prototype,
+  frameHz: clock.hz, standalone: standalone(), fullscreenApi: fullscreenApi(), wakeLock: wakeState,
+  identity: identityState, secureContext: window.isSecureContext, ua: navigator.userAgent, ios, link: lastFailure,
+});
 
 // What the page sent in its current session, for people (the status line)
 // and for the browser test, which checks the receiver's totals against
@@ -35,7 +54,8 @@ window.remolo = { get sent() { return framer.sent; }, get state() { return state
   get receiver() { return receiverFp; }, get settings() { return { ...settings }; },
   get touchpad() { return JSON.parse(JSON.stringify({ phase: trackpad.recognizer.phase, contacts: trackpad.recognizer.contacts, slots: [...trackpad.slots] })); },
   get typed() { return typed.slice(); }, get identityStored() { return identity?.stored; },
-  get frameHz() { return clock.hz; }, get coalesced() { return typeof PointerEvent !== "undefined" && "getCoalescedEvents" in PointerEvent.prototype; }, get note() { return $("note").hidden ? "" : $("note").textContent; },
+  get frameHz() { return clock.hz; }, get coalesced() { return facts().coalesced; }, get note() { return $("note").hidden ? "" : $("note").textContent; },
+  get diagnostics() { return diagnostics(facts()); }, get tips() { return [...$("tips").children].map((t) => t.id.slice(4)); },
   get keyboard() { return { ...(link?.keyboard ?? {}), open: !$("keys").hidden, focused: soft.focused, field: $("typing").value, held: [...keys.held], modifiers: [...keys.modifiers.pressed] }; } };
 
 function show() {
@@ -46,7 +66,36 @@ function show() {
   if (detail && state !== "connected") s += ` · ${detail}`;
   $("status").textContent = s;
 }
-setInterval(() => { rate = sentThisSecond; sentThisSecond = 0; show(); }, 1000);
+setInterval(() => { rate = sentThisSecond; sentThisSecond = 0; show(); showDiagnostics(); }, 1000);
+
+/** The diagnostics view under the settings, refreshed while it is open. */
+function showDiagnostics() {
+  if ($("settings").hidden || !$("diag").open) return;
+  const dl = $("diaglines");
+  dl.replaceChildren(...diagnostics(facts()).lines.flatMap(({ label, value }) => {
+    const dt = document.createElement("dt"), dd = document.createElement("dd");
+    dt.textContent = label;
+    dd.textContent = value;
+    return [dt, dd];
+  }));
+}
+$("diag").addEventListener("toggle", showDiagnostics);
+
+/** A tip shown until dismissed, then never again on this phone. */
+function tip(id, text) {
+  if (!text || $(`tip-${id}`)) return;
+  const p = document.createElement("p"), span = document.createElement("span"), ok = document.createElement("button");
+  p.className = "tip";
+  p.id = `tip-${id}`;
+  span.textContent = text;
+  ok.textContent = "OK";
+  ok.setAttribute("aria-label", "Dismiss");
+  ok.onclick = () => { p.remove(); store.dismissTip(id); };
+  p.append(span, ok);
+  $("tips").append(p);
+}
+// The iPhone has no Fullscreen API: the Home Screen app is its full screen.
+tip("fullscreen", fullScreenTip({ ios, standalone: standalone(), fullscreenApi: fullscreenApi(), dismissed: store.tipDismissed("fullscreen") }));
 
 // --- settings, kept on the phone
 function bindRange(id, key, out) {
@@ -60,7 +109,7 @@ bindRange("accel", "acceleration", "accelv");
 bindRange("scrollspeed", "scrollSpeed", "scrollv");
 $("natural").checked = settings.naturalScrolling;
 $("natural").onchange = () => { settings.naturalScrolling = framer.settings.naturalScrolling = $("natural").checked; store.saveSettings(settings); };
-$("gear").onclick = () => { const s = $("settings"); s.hidden = !s.hidden; $("gear").setAttribute("aria-expanded", String(!s.hidden)); };
+$("gear").onclick = () => { const s = $("settings"); s.hidden = !s.hidden; $("gear").setAttribute("aria-expanded", String(!s.hidden)); showDiagnostics(); };
 
 // --- the surface
 const trackpad = new Trackpad(framer, { widthPx: pad.clientWidth, heightPx: pad.clientHeight });
@@ -221,14 +270,42 @@ addEventListener("pagehide", () => {
   } catch { /* storage off */ }
 });
 
-// --- wake lock while in use
-let lock = null;
+// --- wake lock while in use; taken again on visibilitychange, since the
+// browser releases it whenever the page hides (W3C Screen Wake Lock,
+// "release a wake lock" on visibility change).
+let lock = null, locking = false;
 async function wakeLock() {
-  if (!navigator.wakeLock || lock || !link || document.visibilityState !== "visible") return;
-  try { lock = await navigator.wakeLock.request("screen"); lock.onrelease = () => { lock = null; }; } catch { /* not granted: the screen may sleep */ }
+  if (lock || locking || !link || document.visibilityState !== "visible") return;
+  if (!navigator.wakeLock) return tip("wakelock", wakeLockTip({ wakeLock: wakeState, ios, dismissed: store.tipDismissed("wakelock") }));
+  locking = true;
+  try {
+    lock = await navigator.wakeLock.request("screen");
+    wakeState = "held";
+    lock.onrelease = () => { lock = null; wakeState = "released"; };
+  } catch {
+    // NotAllowedError (MDN, WakeLock.request): a policy, a power saving
+    // mode, or the page hid meanwhile (that one is no refusal).
+    if (document.visibilityState === "visible") {
+      wakeState = "refused";
+      tip("wakelock", wakeLockTip({ wakeLock: wakeState, ios, dismissed: store.tipDismissed("wakelock") }));
+    }
+  } finally {
+    locking = false;
+  }
 }
 
 // --- the session, reconnected by itself
+let toldRefused = false;
+// Back online: try now rather than at the end of the back-off.
+addEventListener("online", () => {
+  if (link || !retryTimer) return;
+  clearTimeout(retryTimer);
+  retryTimer = null;
+  retryMs = 250;
+  start();
+});
+addEventListener("offline", show);
+
 function scheduleRetry() {
   clearTimeout(retryTimer);
   retryTimer = setTimeout(() => { retryTimer = null; start(); }, retryMs);
@@ -238,7 +315,10 @@ function scheduleRetry() {
 async function start() {
   if (link) return;
   try {
-    identity ??= await store.identity();
+    if (!identity) {
+      try { identity = await store.identity(); } catch (e) { identityState = "none"; throw e; }
+      identityState = identity.stored;
+    }
     const receiverPublicKey = await store.receiverKey();
     const code = pairingCode;
     if (!code && !receiverPublicKey) {
@@ -253,6 +333,9 @@ async function start() {
     pairingCode = null; // one try per code: a wrong one is burned anyway
     const l = await connect({
       url: wsURL, identity, receiverPublicKey, codeBytes: code, hello: !baseOnly,
+      // Why a WebSocket failed before opening: the page's origin asked once
+      // (link.js classifyLinkFailure).
+      probe: () => probeOrigin("/manifest.webmanifest"), online: () => navigator.onLine, port: location.port || "443",
       onMessage: (m) => { if (m.type === "refused") refused(m); },
       onClose: (why) => {
         if (link !== l) return;
@@ -263,6 +346,7 @@ async function start() {
         showModifiers();
         showKeyboardButton();
         lock?.release().catch(() => {});
+        lastFailure = { kind: "closed", message: why };
         state = "reconnecting";
         detail = why;
         show();
@@ -278,6 +362,7 @@ async function start() {
     typed = [];
     showKeyboardButton();
     retryMs = 250;
+    lastFailure = null;
     state = "connected";
     detail = "";
     $("pairform").hidden = true;
@@ -294,6 +379,10 @@ async function start() {
       return start(); // at once: the receiver is there, only older
     }
     const retry = !(e instanceof LinkClosed) || e.retry;
+    lastFailure = { kind: e?.reason ?? "error", message: e?.message ?? String(e) };
+    // The refused WebSocket needs more words than the status line has,
+    // once per load.
+    if (e?.reason === "websocketRefused" && !toldRefused) { toldRefused = true; note(e.message, 20000); }
     state = retry ? "reconnecting" : "refused";
     detail = e.message;
     if (!retry) $("pairform").hidden = false;

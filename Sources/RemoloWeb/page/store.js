@@ -93,3 +93,12 @@ export function loadSettings(defaults) {
 export function saveSettings(s) {
   localStorage.setItem("remolo.settings", JSON.stringify(s));
 }
+
+/** Whether a one-time tip (capabilities.js) was dismissed on this phone. */
+export function tipDismissed(id) {
+  try { return localStorage.getItem(`remolo.tip.${id}`) === "dismissed"; } catch { return false; }
+}
+
+export function dismissTip(id) {
+  try { localStorage.setItem(`remolo.tip.${id}`, "dismissed"); } catch { /* storage off: shown again next time */ }
+}
