@@ -18,6 +18,12 @@ keyCode 229 with their beforeinput), the special-keys row with a sticky
 Ctrl, and every key released when the page hides, closes its keyboard or
 leaves; the receiver must play exactly the keys the page sent. A sender
 that may not type, and a receiver with --no-keyboard: the page says why.
+The page as a Home Screen app: its manifest and icons are served with
+their types and parse; window.remolo.diagnostics says what the browser
+gives it. Why a connection fails: the receiver stopped (unreachable), and
+its page served through a proxy that refuses WebSockets (the page's
+origin answers, its WebSocket is refused: the iOS certificate case). As
+an iPhone (its user agent, no Fullscreen API, no wake lock): the tips.
 
 Needs Debian's chromium and python3-websocket; run with /usr/bin/python3.
 Usage: Tests/Browser/run.py [--remolo BIN] [--screenshot FILE] [--screenshot-keyboard FILE]
@@ -526,6 +532,165 @@ def typing_refused(binary, tmp):
             rx.stop()
 
 
+# ---------------------------------------------------------------- what the browser gives the page
+
+def home_screen_app(b):
+    """The manifest and icons, fetched as the browser would, and Chromium's
+    own reading of the manifest; then window.remolo.diagnostics."""
+    got = json.loads(b.eval("""(async () => {
+      const m = document.querySelector('link[rel=manifest]');
+      const r = await fetch(m.href, { cache: 'no-store' });
+      const body = await r.text();
+      let manifest = null;
+      try { manifest = JSON.parse(body); } catch { }
+      const fetched = async (href) => { const x = await fetch(href, { cache: 'no-store' });
+        return { src: href, status: x.status, type: x.headers.get('content-type'), bytes: (await x.arrayBuffer()).byteLength }; };
+      const icons = [];
+      for (const i of manifest?.icons ?? []) icons.push({ ...(await fetched(new URL(i.src, r.url).href)), claimed: i.type });
+      const touch = await fetched(document.querySelector('link[rel=apple-touch-icon]').href);
+      return JSON.stringify({ status: r.status, type: r.headers.get('content-type'), manifest, icons, touch });
+    })()"""))
+    m = got["manifest"] or {}
+    check(got["status"] == 200 and got["type"] == "application/manifest+json",
+          f"the manifest is served as application/manifest+json ({got['status']}, {got['type']})")
+    check(m.get("display") == "standalone" and m.get("start_url") == "./" and m.get("short_name") == "Remolo",
+          f"the manifest parses: display {m.get('display')}, start_url {m.get('start_url')}, short_name {m.get('short_name')}")
+    icons = got["icons"] + [{**got["touch"], "claimed": "image/png"}]
+    check(len(icons) >= 4 and all(i["status"] == 200 and i["type"] == i["claimed"] and i["type"].startswith("image/")
+                                  and i["bytes"] > 0 for i in icons),
+          "its icons and the apple-touch-icon: 200, image types: " + ", ".join(
+              f"{i['src'].rsplit('/', 1)[-1]} {i['status']} {i['type']}" for i in icons))
+    app = b.call("Page.getAppManifest")
+    check(not app.get("errors") and app.get("url", "").endswith("/manifest.webmanifest"),
+          f"Chromium reads the manifest without errors ({app.get('errors')})")
+
+    b.wait_for("remolo.diagnostics.frameHz > 0", 5, "a measured frame rate")
+    d = b.eval("remolo.diagnostics")
+    print("diagnostics:", json.dumps({k: v for k, v in d.items() if k != "lines"}))
+    check(d["coalesced"] is True and d["frameHz"] > 0 and d["wakeLock"] == "held" and d["identity"] == "key"
+          and d["secureContext"] is True and d["fullScreen"] == "api" and d["engine"].startswith("Blink"),
+          f"window.remolo.diagnostics: coalesced, {d['frameHz']} Hz, wake lock {d['wakeLock']}, identity {d['identity']}, "
+          f"full screen {d['fullScreen']}, {d['engine']}")
+    check(b.eval("remolo.tips.length") == 0, "no tip in Chromium (it has full screen and a wake lock)")
+
+
+class RefusingProxy:
+    """A TLS front for a receiver's web port that serves the page's files
+    (one request per connection, passed on) but refuses every WebSocket
+    with 403: a proxy or filter that blocks WebSockets, and what the page
+    sees on an iPhone whose certificate exception covers the page but not
+    its WebSocket. The page's origin is the proxy's."""
+
+    def __init__(self, web_port, config):
+        self.web_port = web_port
+        self.refused = 0
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(os.path.join(config, "web-cert.pem"), os.path.join(config, "web-key.pem"))
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, raw):
+        c = up = None
+        try:
+            raw.settimeout(10)
+            c = self.ctx.wrap_socket(raw, server_side=True)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                d = c.recv(4096)
+                if not d:
+                    return
+                head += d
+            if head.startswith(b"GET /ws "):
+                self.refused += 1
+                c.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                return
+            head = re.sub(rb"(?im)^connection:[^\r\n]*\r\n", b"", head).replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n", 1)
+            up = tls(self.web_port)
+            up.sendall(head)
+            while True:
+                d = up.recv(65536)
+                if not d:
+                    break
+                c.sendall(d)
+        except (OSError, ssl.SSLError):
+            pass
+        finally:
+            for s in (up, c or raw):
+                try:
+                    s and s.close()
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+IPHONE_UA = ("Mozilla/5.0 (iPhone; CPU iPhone OS 18_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+             "Version/18.2 Mobile/15E148 Safari/604.1")
+
+
+def connection_failures_and_tips(binary, tmp):
+    """A WebSocket refused while the page's origin answers: the page says
+    so, with what to install. Then Chromium dressed as an iPhone (its user
+    agent, navigator.standalone, no Fullscreen API, no wake lock): the
+    full-screen and wake lock tips, and a dismissed tip stays away."""
+    config = os.path.join(tmp, "config-proxy")
+    rx = Receiver(binary, config, os.path.join(tmp, "frames-proxy"))
+    proxy = RefusingProxy(rx.web_port, config)
+    b = cdp.Browser()
+    try:
+        b.navigate(re.sub(r":\d+/", f":{proxy.port}/", rx.url, count=1))
+        kind = b.wait_for("window.remolo && remolo.diagnostics.link", 15, "the failure classified")
+        check(kind == "websocketRefused" and proxy.refused >= 1,
+              f"the page's origin answers, its WebSocket is refused ({proxy.refused}): classified {kind}")
+        note = b.wait_for("remolo.note", 5, "the note")
+        check(f"remolo receive --web {proxy.port} --ca" in note and "/remolo.mobileconfig" in note and "/ca.crt" in note,
+              f"the page says what to install: {note!r}")
+        b.click("#gear")
+        b.eval("document.getElementById('diag').open = true")
+        view = b.wait_for("document.getElementById('diaglines').innerText.includes('Connection')"
+                          " && document.getElementById('diaglines').innerText", 5, "the diagnostics view")
+        check(all(w in view for w in ("coalesced", "Hz frames", "Fullscreen API", "Wake lock", "stored as a key",
+                                      "Blink", "refused its WebSocket")),
+              "the diagnostics view says it in words: " + " | ".join(view.split("\n")))
+    finally:
+        b.close()
+        proxy.close()
+
+    b = cdp.Browser()
+    try:
+        b.call("Emulation.setUserAgentOverride", userAgent=IPHONE_UA, platform="iPhone")
+        b.call("Page.addScriptToEvaluateOnNewDocument", source=(
+            "delete Element.prototype.requestFullscreen; delete Navigator.prototype.wakeLock;"
+            "Object.defineProperty(Navigator.prototype, 'standalone', { get: () => false, configurable: true });"))
+        b.navigate(rx.url)  # the code is unused: no handshake went through the proxy
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "pairing as an iPhone")
+        tips = b.wait_for("remolo.tips.length === 2 && remolo.tips", 5, "two tips")
+        d = b.eval("remolo.diagnostics")
+        check(d["ios"] and d["fullScreen"] == "none" and d["wakeLock"] == "unavailable" and d["engine"] == "WebKit (iOS 18.2)",
+              f"as an iPhone: {d['engine']}, full screen {d['fullScreen']}, wake lock {d['wakeLock']}")
+        words = b.eval("document.getElementById('tips').innerText")
+        check(sorted(tips) == ["fullscreen", "wakelock"] and "Share → Add to Home Screen" in words and "Auto-Lock" in words,
+              f"the tips: {tips}: {words!r}")
+        b.click("#tip-fullscreen button")
+        b.reload()
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "the session after a reload")
+        tips = b.wait_for("remolo.tips.length && remolo.tips", 5, "the wake lock tip again")
+        check(tips == ["wakelock"], f"a dismissed tip stays away after a reload ({tips})")
+    finally:
+        b.close()
+        rx.stop()
+
+
 # ---------------------------------------------------------------- main
 
 IDLE_CONNECTIONS = 100
@@ -555,6 +720,7 @@ def main():
         rx.wait_for(r"\(newly paired\)")
         check(b.eval("location.hash") == "", "the code left the address bar once used")
         check(b.eval("document.visibilityState") == "visible", "the page is visible (heartbeats run)")
+        home_screen_app(b)
         f = Fingers(b)
         f.stroke([(120, 420)], (6, -3), 40)            # move
         time.sleep(0.3)
@@ -612,6 +778,8 @@ def main():
             b.wait_for("window.remolo && remolo.state === 'connected'", 15, "a session with the restarted receiver")
             rx3.stop()  # the page sees its session end ...
             b.wait_for("window.remolo && remolo.state === 'reconnecting'", 10, "the page noticing the receiver left")
+            detail = b.wait_for("remolo.diagnostics.link === 'unreachable' && remolo.detail", 10, "the next try failing")
+            check("cannot reach the receiver" in detail, f"the receiver stopped: the page says it is unreachable ({detail!r})")
             rx3 = Receiver(args.remolo, os.path.join(tmp, "config"), os.path.join(tmp, "frames3"),
                            listen=f"127.0.0.1:{rx.port}", web=f"127.0.0.1:{rx.web_port}", pair=False)
             b.wait_for("window.remolo && remolo.state === 'connected'", 15, "reconnection by itself")  # ... and comes back
@@ -675,6 +843,7 @@ def main():
 
     typing(args.remolo, tmp, args.screenshot_keyboard)
     typing_refused(args.remolo, tmp)
+    connection_failures_and_tips(args.remolo, tmp)
 
     print(f"browser: {'all checks passed' if not failures else f'{len(failures)} failed'}")
     subprocess.run(["rm", "-rf", tmp])
