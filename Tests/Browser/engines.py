@@ -3,7 +3,8 @@
 (WebKitWebDriver under Xvfb), against a real `remolo receive --web` with
 a recording sink: pair from the URL, move, two-finger scroll with glide,
 tap, two-finger tap, tap-and-drag, hide and show, reload (a session from
-the stored identity, no pairing), type. The receiver's totals must equal
+the stored identity, no pairing), type; what the page says the engine
+gives it (window.remolo.diagnostics) and its manifest link. The receiver's totals must equal
 what the page says it sent, exactly, as in run.py (Chromium).
 
 Gestures are W3C WebDriver actions, one pointer source per finger, every
@@ -104,6 +105,7 @@ def flow(engine, make, binary, tmp):
         b.wait_for("window.remolo && remolo.state === 'connected'", 20, "pairing from the URL fragment")
         rx.wait_for(r"\(newly paired\)")
         run.check(b.eval("location.hash") == "", f"{engine}: paired; the code left the address bar")
+        diagnostics(engine, b)
         g.stroke([(120, 420)], (6, -3), 40)                         # move
         time.sleep(0.3)
         if two:
@@ -161,6 +163,20 @@ def flow(engine, make, binary, tmp):
               f"{engine}: the receiver took every key and text message the page sent ({k.get('key_messages')} + "
               f"{k.get('text_messages')} of {n_typed})")
     print(f"   {engine}: {time.time() - t0:.1f} s", flush=True)
+
+
+def diagnostics(engine, b):
+    """What the page says this engine gives it (window.remolo.diagnostics),
+    and the manifest link a Home Screen app comes from."""
+    b.wait_for("window.remolo && remolo.diagnostics.frameHz > 0", 5, "a measured frame rate")
+    d = json.loads(b.eval("JSON.stringify(remolo.diagnostics)"))
+    print(f"   {engine}: " + "; ".join(f"{l['label']}: {l['value']}" for l in d["lines"]), flush=True)
+    run.check(isinstance(d.get("coalesced"), bool) and d.get("frameHz", 0) > 0 and d.get("wakeLock")
+              and d.get("identity") in ("key", "wrapped") and d.get("secureContext") is True and len(d.get("lines", [])) >= 7,
+              f"{engine}: window.remolo.diagnostics: coalesced {d.get('coalesced')}, {d.get('frameHz')} Hz, "
+              f"wake lock {d.get('wakeLock')}, identity {d.get('identity')}, {d.get('engine')}")
+    href = b.eval("document.querySelector('link[rel=manifest]')?.getAttribute('href') ?? ''")
+    run.check(href == "manifest.webmanifest", f"{engine}: the manifest link is there ({href!r})")
 
 
 def typing(engine, b):
