@@ -323,7 +323,10 @@ async function start() {
     const code = pairingCode;
     if (!code && !receiverPublicKey) {
       state = "not paired";
-      detail = "scan the QR code of `remolo receive --pair --web`, or type its code";
+      // An iPhone's Home Screen app keeps its own storage, apart from
+      // Safari's (so it starts unpaired), and a scanned QR code opens Safari.
+      detail = ios && standalone() ? "type the pairing code that `remolo receive --pair --web` prints (this Home Screen app keeps its own keys)"
+        : "scan the QR code of `remolo receive --pair --web`, or type its code";
       $("pairform").hidden = false;
       return show();
     }
