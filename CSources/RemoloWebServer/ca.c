@@ -144,12 +144,15 @@ static int split_names(X509 *ca, const char *names, char *kept, size_t kept_len,
     return count;
 }
 
-// Whether the certificate at cert_path is one this authority issued, for
-// exactly these names, with more than RENEW_DAYS left.
-static int current(X509 *ca, const char *cert_path, const char *names, int count) {
+// Whether the certificate at cert_path is one this authority issued for
+// the key at key_path, for exactly these names, with more than RENEW_DAYS left.
+static int current(X509 *ca, const char *cert_path, const char *key_path, const char *names, int count) {
     X509 *x = remolo_cert_read(cert_path);
     if (!x) return 0;
-    int ok = X509_check_issued(ca, x) == X509_V_OK && X509_verify(x, X509_get0_pubkey(ca)) == 1;
+    EVP_PKEY *key = read_key(key_path);
+    int ok = key && X509_check_private_key(x, key) == 1 && X509_check_issued(ca, x) == X509_V_OK &&
+             X509_verify(x, X509_get0_pubkey(ca)) == 1;
+    EVP_PKEY_free(key);
     time_t renew = time(NULL) + (time_t)RENEW_DAYS * 24 * 3600;
     if (ok) ok = X509_cmp_time(X509_get0_notAfter(x), &renew) > 0;
     GENERAL_NAMES *san = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
@@ -238,7 +241,7 @@ int remolo_web_ca_certificate(const char *ca_cert_path, const char *ca_key_path,
     char all[2048], names[2048];
     remolo_cert_host_names(all, sizeof all);
     int count = split_names(ca, all, names, sizeof names, out->left_out, sizeof out->left_out);
-    if (stat(key_path, &st) != 0 || !current(ca, cert_path, names, count)) {
+    if (stat(key_path, &st) != 0 || !current(ca, cert_path, key_path, names, count)) {
         if (issue(ca, ca_key, names, cert_path, key_path, err, err_len) != 0) goto done;
         out->issued = 1;
         if (stat(key_path, &st) != 0) { remolo_cert_fail(err, err_len, "cannot read %s", key_path); goto done; }
