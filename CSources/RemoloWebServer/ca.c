@@ -186,8 +186,9 @@ static int issue(X509 *ca, EVP_PKEY *ca_key, const char *names, const char *cert
     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"Remolo receiver", -1, -1, 0);
     X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"Remolo", -1, -1, 0);
     X509_set_issuer_name(x, X509_get_subject_name(ca));
-    // Apple's requirements for a trusted TLS server certificate: the names
-    // in subjectAltName (never the CN), id-kp-serverAuth, SHA-2.
+    // Apple's requirements for a trusted TLS server certificate
+    // (support.apple.com/en-us/103769): the names in subjectAltName (never
+    // the CN), id-kp-serverAuth, SHA-2, at most 825 days.
     if (remolo_cert_add_ext(x, ca, NID_basic_constraints, "critical,CA:FALSE") ||
         remolo_cert_add_ext(x, ca, NID_key_usage, "critical,digitalSignature") ||
         remolo_cert_add_ext(x, ca, NID_ext_key_usage, "serverAuth") ||
