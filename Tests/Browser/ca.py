@@ -112,7 +112,10 @@ def webkit(tmp, ca_pem):
             if os.path.exists(SYSTEM_BUNDLE):
                 out.write(open(SYSTEM_BUNDLE).read())
             out.write(open(ca_pem).read())
-        wrap = ("unshare", "--mount", "--propagation", "private", "sh", "-c",
+        # As root a mount namespace alone; otherwise inside a user namespace
+        # of one's own, where the bind mount is allowed too.
+        user = () if os.geteuid() == 0 else ("--map-root-user",)
+        wrap = ("unshare", *user, "--mount", "--propagation", "private", "sh", "-c",
                 f'mount --bind "{bundle}" {SYSTEM_BUNDLE} && exec "$0" "$@"')
     return webdriver.Browser(insecure=False, wrap=wrap)
 
