@@ -113,6 +113,9 @@ let package = Package(
                     path: "Tests/LabTests"),
         // The commands as processes: pairing lockout, dead sessions, reconnection.
         .testTarget(name: "CLITests", dependencies: ["Remolo", "RemoloLab", "RemoloTrace", "RemoloSession", "RemoloSystem", "RemoloTestSupport"], path: "Tests/CLITests"),
+        // The web bridge's certificates (the self-signed one, the local
+        // certificate authority) judged by OpenSSL as a client.
+        .testTarget(name: "WebTests", dependencies: ["RemoloWeb", "COpenSSL"], path: "Tests/WebTests"),
         // The systemd unit, udev rule and config file; systemd-analyze judges the unit.
         .testTarget(name: "ServiceTests", dependencies: ["Remolo", "RemoloSession", "RemoloSystem", "RemoloTestSupport"],
                     path: "Tests/ServiceTests"),

@@ -29,30 +29,124 @@ public struct WebStats: Sendable {
     }
 }
 
+/// The receiver's own certificate authority (`remolo receive --web --ca`,
+/// docs/certificates.md): installed once on a phone, it makes the page's
+/// certificate trusted there.
+public struct WebAuthority: Sendable {
+    /// Its common name, "Remolo local CA (HOST)".
+    public let name: String
+    /// SHA-256 of its certificate, "AB:CD:..." as phones show it.
+    public let fingerprint: String
+    /// True when this start made it.
+    public let created: Bool
+    /// Its certificate, DER (served as /ca.crt).
+    public let certificate: Data
+    /// This host's names and addresses it may not vouch for (left out of the page's certificate).
+    public let leftOut: [String]
+
+    /// The download paths, served only when the authority is on.
+    public static let certificatePath = "/ca.crt"
+    public static let profilePath = "/remolo.mobileconfig"
+
+    /// An unsigned iOS configuration profile with one root certificate
+    /// payload (com.apple.security.root) holding the DER. Its UUIDs and
+    /// identifier come from the certificate's hash, so the same authority
+    /// is always the same profile (installing it again replaces it).
+    public var profile: Data {
+        let hash = fingerprint.split(separator: ":").compactMap { UInt8($0, radix: 16) }
+        let fp8 = fingerprint.replacingOccurrences(of: ":", with: "").prefix(8).lowercased()
+        let identifier = "local.remolo.ca.\(fp8)"
+        let cert: [String: Any] = [
+            "PayloadType": "com.apple.security.root", "PayloadVersion": 1,
+            "PayloadIdentifier": identifier + ".root", "PayloadUUID": Self.uuid(hash.dropFirst(16)),
+            "PayloadDisplayName": name, "PayloadCertificateFileName": "remolo-ca.cer",
+            "PayloadDescription": "The Remolo receiver's own certificate authority", "PayloadContent": certificate,
+        ]
+        let top: [String: Any] = [
+            "PayloadType": "Configuration", "PayloadVersion": 1, "PayloadIdentifier": identifier,
+            "PayloadUUID": Self.uuid(hash.prefix(16)), "PayloadDisplayName": name,
+            "PayloadDescription": "Trust the Remolo receiver's phone page (SHA-256 \(fingerprint)). "
+                + "Enable full trust in Settings > General > About > Certificate Trust Settings.",
+            "PayloadOrganization": "Remolo", "PayloadRemovalDisallowed": false, "PayloadContent": [cert],
+        ]
+        return (try? PropertyListSerialization.data(fromPropertyList: top, format: .xml, options: 0)) ?? Data()
+    }
+
+    /// 16 bytes of the hash as a UUID string, marked as a version 8
+    /// (custom) UUID with the RFC 9562 variant.
+    static func uuid<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        var b = Array(bytes.prefix(16))
+        while b.count < 16 { b.append(0) }
+        b[6] = (b[6] & 0x0F) | 0x80
+        b[8] = (b[8] & 0x3F) | 0x80
+        let hex = b.map { String(format: "%02X", $0) }.joined()
+        let i = hex.startIndex
+        func part(_ a: Int, _ n: Int) -> Substring { hex[hex.index(i, offsetBy: a)..<hex.index(i, offsetBy: a + n)] }
+        return "\(part(0, 8))-\(part(8, 4))-\(part(12, 4))-\(part(16, 4))-\(part(20, 12))"
+    }
+}
+
 public final class WebBridge: @unchecked Sendable {
     private let handle: OpaquePointer
     public let port: UInt16
     /// SHA-256 of the certificate, "AB:CD:..." as browsers show it.
     public let certificateFingerprint: String
-    /// True when this start made the certificate.
+    /// True when this start made (or, with the authority, issued) the certificate.
     public let certificateCreated: Bool
+    /// The local certificate authority, when it is on.
+    public let authority: WebAuthority?
+
+    /// The files of the config directory: the self-signed certificate, and
+    /// the authority with the certificate it issues.
+    public static let certificateFile = "web-cert.pem", keyFile = "web-key.pem"
+    public static let authorityFile = "web-ca.pem", authorityKeyFile = "web-ca-key.pem"
+    public static let issuedFile = "web-leaf.pem", issuedKeyFile = "web-leaf-key.pem"
 
     /// - Parameters:
     ///   - host, port: where phones connect (HTTPS and the WebSocket).
     ///   - receiverHost, receiverPort: the receiver's own TCP+UDP port, reached on loopback.
-    ///   - configDirectory: where web-cert.pem and web-key.pem live.
-    public init(host: String, port: UInt16, receiverHost: String, receiverPort: UInt16, configDirectory: String) throws {
-        let certPath = configDirectory + "/web-cert.pem", keyPath = configDirectory + "/web-key.pem"
-        var created: Int32 = 0
-        var fp = [CChar](repeating: 0, count: 96)
+    ///   - configDirectory: where web-cert.pem and web-key.pem live (and the authority's files).
+    ///   - authority: serve a certificate issued by the receiver's own authority
+    ///     (made on first use) instead of the self-signed one, and the authority
+    ///     itself at /ca.crt and /remolo.mobileconfig.
+    public init(host: String, port: UInt16, receiverHost: String, receiverPort: UInt16, configDirectory: String,
+                authority useAuthority: Bool = false) throws {
+        var certPath = configDirectory + "/" + Self.certificateFile, keyPath = configDirectory + "/" + Self.keyFile
         var err = [CChar](repeating: 0, count: 1024)
-        guard remolo_web_certificate(certPath, keyPath, &created, &fp, &err, err.count) == 0 else {
-            throw WebError(cString(err))
+        var extra: [(path: String, type: String, data: Data)] = []
+        if useAuthority {
+            certPath = configDirectory + "/" + Self.issuedFile
+            keyPath = configDirectory + "/" + Self.issuedKeyFile
+            var r = remolo_web_ca_result()
+            guard remolo_web_ca_certificate(configDirectory + "/" + Self.authorityFile,
+                                            configDirectory + "/" + Self.authorityKeyFile,
+                                            certPath, keyPath, &r, &err, err.count) == 0 else {
+                throw WebError(cString(err))
+            }
+            let fp = withUnsafeBytes(of: r.fingerprint) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let caFP = withUnsafeBytes(of: r.ca_fingerprint) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let name = withUnsafeBytes(of: r.ca_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let left = withUnsafeBytes(of: r.left_out) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let der = withUnsafeBytes(of: r.ca_der) { Data($0.prefix(r.ca_der_length)) }
+            certificateFingerprint = fp
+            certificateCreated = r.issued != 0
+            let a = WebAuthority(name: name, fingerprint: caFP, created: r.ca_created != 0, certificate: der,
+                                 leftOut: left.isEmpty ? [] : left.components(separatedBy: ", "))
+            authority = a
+            extra = [(WebAuthority.certificatePath, "application/x-x509-ca-cert", der),
+                     (WebAuthority.profilePath, "application/x-apple-aspen-config", a.profile)]
+        } else {
+            var created: Int32 = 0
+            var fp = [CChar](repeating: 0, count: 96)
+            guard remolo_web_certificate(certPath, keyPath, &created, &fp, &err, err.count) == 0 else {
+                throw WebError(cString(err))
+            }
+            certificateFingerprint = cString(fp)
+            certificateCreated = created != 0
+            authority = nil
         }
-        certificateFingerprint = cString(fp)
-        certificateCreated = created != 0
 
-        let files = try WebBridge.pageFiles()
+        let files = try WebBridge.pageFiles() + extra
         var cFiles: [remolo_web_file] = []
         var keep: [UnsafeMutablePointer<CChar>] = []
         var buffers: [UnsafeMutableRawPointer] = []

@@ -20,8 +20,8 @@ let defaultListenHost = Socket.ipv6Available ? "::" : "0.0.0.0"
 let receiveUsage = """
 usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--keyboard allow|deny] [--rt PRIORITY]
                       [--output uinput|x11|portal|auto] [--name NAME] [--sink FILE] [--seconds N]
-                      [--record-arrivals FILE] [--web [ADDR:]PORT] [--no-announce] [--keymap LAYOUT[:VARIANT]] [--no-keyboard]
-                      [--drain-hz auto|HZ] [--no-redundancy]
+                      [--record-arrivals FILE] [--web [ADDR:]PORT] [--ca] [--no-announce] [--keymap LAYOUT[:VARIANT]]
+                      [--no-keyboard] [--drain-hz auto|HZ] [--no-redundancy]
 
   --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
               datagrams) (default [::]:\(defaultPort): IPv6 and IPv4; 0.0.0.0
@@ -43,6 +43,12 @@ usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--p
               the trackpad, speaking the same sealed protocol through a
               WebSocket. The self-signed certificate is made on first use
               (web-cert.pem, web-key.pem in the config directory)
+  --ca        with --web: a certificate issued by this receiver's own
+              certificate authority instead of the self-signed one. The
+              authority is made on first use (web-ca.pem, web-ca-key.pem)
+              and served at /ca.crt (Android) and /remolo.mobileconfig
+              (iPhone): installed once, the phone trusts the page without a
+              warning (docs/certificates.md)
   --rt        run the drain loop SCHED_FIFO at PRIORITY (1-99; needs CAP_SYS_NICE)
   --output    where the pointer moves (default auto; docs/desktop.md):
               uinput  a virtual mouse (/dev/uinput): consoles, login screens,
@@ -113,6 +119,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var recordPath: String?
     var sinkPath: String?
     var webArg: String?
+    var authority = false
     var drainArg = "auto"
     var outputKind = OutputKind.auto
     // The config file's options first: the command line's come later and win.
@@ -136,6 +143,7 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         case "--record-arrivals": recordPath = o.value()
         case "--sink": sinkPath = o.value()
         case "--web": webArg = o.value()
+        case "--ca": authority = true
         case "--no-announce": announce = false
         case "--keymap": keymapArg = o.value()
         case "--no-keyboard": typing = false
@@ -147,6 +155,9 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     if statsJSON && statsEvery == nil { statsEvery = 1 }
     let drain = drainChoice(drainArg)
     let web = webArg.map { parseHostPort($0, what: "--web", defaultHost: host) }
+    if authority && web == nil {
+        fail("--ca is the phone page's certificate authority: add --web PORT (e.g. --web 8443 --ca)")
+    }
     let (dir, identity) = loadIdentity()
 
     // SIGINT/SIGTERM end the receiver cleanly (sessions flushed, buttons
@@ -230,15 +241,27 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         let target = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
         do {
             bridge = try WebBridge(host: web.host, port: web.port, receiverHost: target, receiverPort: rx.port,
-                                   configDirectory: dir.path)
+                                   configDirectory: dir.path, authority: authority)
         } catch {
             rx.stop()
             fail("--web: \(error)", code: 1)
         }
         let shown = web.host == "0.0.0.0" || web.host == "::" ? (WebBridge.lanAddress() ?? "127.0.0.1") : web.host
         pageURL = "https://\(shown.contains(":") ? "[\(shown)]" : shown):\(bridge!.port)/"
-        say("phone page: \(pageURL) (https; certificate SHA-256 \(bridge!.certificateFingerprint)"
-            + (bridge!.certificateCreated ? ", made now" : "") + ")")
+        if let ca = bridge!.authority {
+            say("phone page: \(pageURL) (https; certificate SHA-256 \(bridge!.certificateFingerprint)"
+                + (bridge!.certificateCreated ? ", issued now" : "") + " by \(ca.name))")
+            say("certificate authority: \(pageURL.dropLast())\(WebAuthority.profilePath) (iPhone), "
+                + "\(pageURL.dropLast())\(WebAuthority.certificatePath) (Android); SHA-256 \(ca.fingerprint)"
+                + (ca.created ? ", made now" : "") + " (compare it on the phone: docs/certificates.md)")
+            if !ca.leftOut.isEmpty {
+                say("note: the page's certificate leaves out \(ca.leftOut.joined(separator: ", ")): the authority "
+                    + "may vouch only for this host's names and private addresses; reach the page by one of those")
+            }
+        } else {
+            say("phone page: \(pageURL) (https; certificate SHA-256 \(bridge!.certificateFingerprint)"
+                + (bridge!.certificateCreated ? ", made now" : "") + ")")
+        }
     }
     if pair {
         do {
@@ -251,7 +274,9 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
                 let url = pageURL + "#pair=" + code
                 say("pair a phone: \(url)")
                 if let qr = WebBridge.qrCode(url) { print(qr, terminator: ""); fflush(nil) }
-                say("(the browser warns once about the self-signed certificate: see docs/phone-page.md)")
+                say(bridge!.authority == nil
+                    ? "(the browser warns once about the self-signed certificate: see docs/phone-page.md)"
+                    : "(the browser warns unless the phone has the certificate authority installed: see docs/certificates.md)")
             }
         } catch {
             say("no pairing code: \(error)")

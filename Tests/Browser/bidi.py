@@ -34,8 +34,12 @@ PREFS = {
 
 
 class Browser:
-    def __init__(self, width=390, height=780, prefs=None, insecure=True):
+    def __init__(self, width=390, height=780, prefs=None, insecure=True, setup=None):
+        """setup: called with the profile's directory before Firefox starts
+        (to add a certificate authority to its cert9.db)."""
         self.profile = tempfile.mkdtemp(prefix="remolo-firefox-")
+        if setup:
+            setup(self.profile)
         with open(os.path.join(self.profile, "user.js"), "w") as f:
             for k, v in {**PREFS, **(prefs or {})}.items():
                 f.write(f"user_pref({json.dumps(k)}, {json.dumps(v)});\n")

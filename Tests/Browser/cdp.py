@@ -11,15 +11,19 @@ import websocket
 
 
 class Browser:
-    def __init__(self, width=390, height=780):
+    def __init__(self, width=390, height=780, insecure=True, env=None):
+        """insecure: accept any certificate (the self-signed one); env: the
+        browser's environment on top of this one's (HOME, whose
+        .pki/nssdb holds the certificate authorities a user trusts)."""
         self.profile = tempfile.mkdtemp(prefix="remolo-chromium-")
         self.proc = subprocess.Popen(
             ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--remote-debugging-port=0", f"--user-data-dir={self.profile}",
-             # The receiver's certificate is self-signed; a person accepts
-             # it once in the warning, the test by flag.
-             "--ignore-certificate-errors", f"--window-size={width},{height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--remote-debugging-port=0", f"--user-data-dir={self.profile}"]
+            # The receiver's certificate is self-signed; a person accepts
+            # it once in the warning, the test by flag.
+            + (["--ignore-certificate-errors"] if insecure else [])
+            + [f"--window-size={width},{height}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         for _ in range(300):
             if os.path.exists(port_file) and open(port_file).read().strip():

@@ -36,7 +36,9 @@ class Xvfb:
 
 
 class Browser:
-    def __init__(self, width=390, height=780, insecure=True, env=None):
+    def __init__(self, width=390, height=780, insecure=True, env=None, wrap=()):
+        """wrap: a command WebKitWebDriver (and so the browser) runs under,
+        e.g. one giving it a mount namespace with another trust store."""
         self.x = Xvfb(width, height)
         self.home = tempfile.mkdtemp(prefix="remolo-webkit-")
         self.port = free_port()
@@ -46,7 +48,7 @@ class Browser:
                     # No GPU here: software paint, no accelerated compositing.
                     "WEBKIT_DISABLE_COMPOSITING_MODE": "1", "LIBGL_ALWAYS_SOFTWARE": "1", **(env or {})}
         self.env.pop("WAYLAND_DISPLAY", None)
-        self.proc = subprocess.Popen(["WebKitWebDriver", f"--port={self.port}"], env=self.env,
+        self.proc = subprocess.Popen(list(wrap) + ["WebKitWebDriver", f"--port={self.port}"], env=self.env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.base = f"http://127.0.0.1:{self.port}"
         for _ in range(200):

@@ -37,4 +37,46 @@ import Testing
         #expect(third.wait(upTo: 10) == 1, "\(third.output)")
         #expect(third.output.contains("chmod 600"), "\(third.output)")
     }
+
+    @Test("--ca: the authority's download URLs and SHA-256 are printed, the pairing URL is the same; --ca needs --web")
+    func authority() throws {
+        let c = try PairedConfigs(label: "webca", paired: false)
+        defer { c.remove() }
+        let first = try CLIProcess(["receive", "--listen", "127.0.0.1:0", "--web", "127.0.0.1:0", "--ca", "--pair",
+                                    "--sink", c.root + "/frames", "--seconds", "1"], configDir: c.receiver, log: c.log("webca1"))
+        let page = try #require(first.line("phone page: "), "no page URL: \(first.output)")
+        #expect(page.contains("issued now by Remolo local CA ("), "\(page)")
+        let ca = try #require(first.line("certificate authority: "), "\(first.output)")
+        let url = try #require(page.split(separator: " ").dropFirst(2).first.map(String.init))
+        #expect(ca.contains("\(url)remolo.mobileconfig (iPhone)") && ca.contains("\(url)ca.crt (Android)"), "\(ca)")
+        #expect(ca.contains(", made now"), "\(ca)")
+        let code = try #require(first.line("pairing code: ")).dropFirst("pairing code: ".count)
+        let pairLine = try #require(first.line("pair a phone: "), "\(first.output)")
+        #expect(pairLine == "pair a phone: \(url)#pair=\(code)", "the pairing URL as without --ca: \(pairLine)")
+        #expect(first.wait(upTo: 10) == 0, "\(first.output)")
+        let mode = try #require(FileManager.default.attributesOfItem(atPath: c.receiver + "/web-ca-key.pem")[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+        // The printed fingerprint is the certificate's, as openssl(1) computes it.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = ["x509", "-noout", "-fingerprint", "-sha256", "-in", c.receiver + "/web-ca.pem"]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        try p.run()
+        let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        let fingerprint = try #require(out.split(separator: "=").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(fingerprint.count == 95 && ca.contains("SHA-256 \(fingerprint)"), "\(ca) vs \(out)")
+
+        let second = try CLIProcess(["receive", "--listen", "127.0.0.1:0", "--web", "127.0.0.1:0", "--ca",
+                                     "--sink", c.root + "/frames", "--seconds", "1"], configDir: c.receiver, log: c.log("webca2"))
+        let again = try #require(second.line("certificate authority: "), "\(second.output)")
+        #expect(again.contains("SHA-256 \(fingerprint)") && !again.contains("made now"), "the same authority: \(again)")
+        #expect(second.wait(upTo: 10) == 0, "\(second.output)")
+
+        let alone = try CLIProcess(["receive", "--listen", "127.0.0.1:0", "--ca", "--sink", c.root + "/frames", "--seconds", "1"],
+                                   configDir: c.receiver, log: c.log("webca3"))
+        #expect(alone.wait(upTo: 10) == 2, "\(alone.output)")
+        #expect(alone.output.contains("--web"), "\(alone.output)")
+    }
 }

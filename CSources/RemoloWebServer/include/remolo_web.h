@@ -77,6 +77,26 @@ void remolo_web_stop(struct remolo_web *web);
 int remolo_web_certificate(const char *cert_path, const char *key_path, int *created,
                            char fingerprint[96], char *err, size_t err_len);
 
+/// What remolo_web_ca_certificate made or found.
+struct remolo_web_ca_result {
+    int ca_created;            // the authority was made now
+    int issued;                // the web certificate was issued now
+    char ca_fingerprint[96];   // the authority's SHA-256, "AB:CD:..."
+    char fingerprint[96];      // the web certificate's
+    char ca_name[128];         // the authority's common name
+    uint8_t ca_der[2048];      // the authority's certificate, DER
+    size_t ca_der_length;
+    char left_out[512];        // this host's names the authority may not vouch for, ", "-separated ("" when none)
+};
+
+/// The local certificate authority (ca.c): makes it (ECDSA P-256, key mode
+/// 0600) when either of its files is missing, then issues the web
+/// certificate and its key from it when they are missing, carry other
+/// names than the host's today, come from another authority or near
+/// their end. Refuses keys readable by others. 0 on success, -1 with err.
+int remolo_web_ca_certificate(const char *ca_cert_path, const char *ca_key_path, const char *cert_path,
+                              const char *key_path, struct remolo_web_ca_result *out, char *err, size_t err_len);
+
 /// The text as a QR code drawn with Unicode half blocks, two modules per
 /// character cell, light modules as blocks and a 4-module quiet zone;
 /// malloc'd, NULL on failure.
