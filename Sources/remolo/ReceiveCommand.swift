@@ -254,6 +254,12 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
             say("certificate authority: \(pageURL.dropLast())\(WebAuthority.profilePath) (iPhone), "
                 + "\(pageURL.dropLast())\(WebAuthority.certificatePath) (Android); SHA-256 \(ca.fingerprint)"
                 + (ca.created ? ", made now" : "") + " (compare it on the phone: docs/certificates.md)")
+            // One page for both phones (ca.html picks the download that
+            // fits); its QR only when no pairing QR follows, so the
+            // terminal shows one code to scan.
+            let caPage = pageURL + "ca.html"
+            say("install the authority on a phone: \(caPage)")
+            if !pair, let qr = WebBridge.qrCode(caPage) { print(qr, terminator: ""); fflush(nil) }
             if !ca.leftOut.isEmpty {
                 say("note: the page's certificate leaves out \(ca.leftOut.joined(separator: ", ")): the authority "
                     + "may vouch only for this host's names and private addresses; reach the page by one of those")

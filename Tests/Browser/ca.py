@@ -27,6 +27,7 @@ Usage: Tests/Browser/ca.py [--remolo BIN] [ENGINE...]   (chromium, firefox, webk
 Closes with `ca: N passed, N failed`.
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -164,6 +165,15 @@ def engine(name, binary, tmp, config):
             b.wait_for("window.remolo && remolo.state === 'connected'", 20, "the page paired and connected")
             run.check(True, f"{name}: with the authority trusted and no exception, the page loaded, paired and connected")
             run.check(b.eval("window.isSecureContext") is True, f"{name}: a secure context")
+            # The authority's own page: the download for this phone and the
+            # SHA-256 the receiver printed, computed by the page from /ca.crt.
+            b.navigate(rx.url.split("#")[0] + "ca.html")
+            b.wait_for("document.body && document.body.dataset.ready", 10, "ca.html read /ca.crt")
+            want = ":".join(f"{x:02X}" for x in hashlib.sha256(pem_der).digest())
+            shown = b.eval("document.getElementById('fp').textContent")
+            links = b.eval("[...document.querySelectorAll('a')].map((a) => a.getAttribute('href')).join(' ')")
+            run.check(shown == want and "remolo.mobileconfig" in links and "ca.crt" in links,
+                      f"{name}: ca.html shows the authority's SHA-256 ({shown[:23]}...) and both downloads ({links})")
         finally:
             b.close()
     finally:

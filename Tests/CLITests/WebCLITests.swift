@@ -50,6 +50,8 @@ import Testing
         let url = try #require(page.split(separator: " ").dropFirst(2).first.map(String.init))
         #expect(ca.contains("\(url)remolo.mobileconfig (iPhone)") && ca.contains("\(url)ca.crt (Android)"), "\(ca)")
         #expect(ca.contains(", made now"), "\(ca)")
+        let install = try #require(first.line("install the authority on a phone: "), "\(first.output)")
+        #expect(install == "install the authority on a phone: \(url)ca.html", "\(install)")
         let code = try #require(first.line("pairing code: ")).dropFirst("pairing code: ".count)
         let pairLine = try #require(first.line("pair a phone: "), "\(first.output)")
         #expect(pairLine == "pair a phone: \(url)#pair=\(code)", "the pairing URL as without --ca: \(pairLine)")
@@ -72,6 +74,10 @@ import Testing
                                      "--sink", c.root + "/frames", "--seconds", "1"], configDir: c.receiver, log: c.log("webca2"))
         let again = try #require(second.line("certificate authority: "), "\(second.output)")
         #expect(again.contains("SHA-256 \(fingerprint)") && !again.contains("made now"), "the same authority: \(again)")
+        // Without --pair the authority's page is the one QR code shown (a QR
+        // is drawn in block characters).
+        #expect(second.line("install the authority on a phone: ") != nil && second.output.contains("\u{2588}"),
+                "\(second.output)")
         #expect(second.wait(upTo: 10) == 0, "\(second.output)")
 
         let alone = try CLIProcess(["receive", "--listen", "127.0.0.1:0", "--ca", "--sink", c.root + "/frames", "--seconds", "1"],
