@@ -91,8 +91,9 @@ public enum LabDisplay: Sendable, Equatable, CustomStringConvertible {
                 t += f
             }
         case .vrrCursor(let hi):
-            // `start` is half a tick after tick 0: refreshes stay half a
-            // tick after the tick whose frame they show.
+            // `start` is the phase's first vsync ((k + 1/2)/P of a frame
+            // after tick 0, LabCase): refreshes stay as far after the tick
+            // whose frame they show, whole ticks apart.
             let tick = 1e6 / drainHz, minGap = 1e6 / hi
             var t = start
             while t <= end {

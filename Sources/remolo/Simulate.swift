@@ -26,7 +26,8 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                  --drain-hz auto` picks for that display, or auto:60+144: what it
                  picks with those displays connected (default 480); a comma list
                  makes a drain table: the jitter ratio of each scenario, per
-                 display and drain (docs/drain-rate.md)
+                 display and drain (the mean over the vsync phases), then its
+                 spread (docs/drain-rate.md)
   --sender-hz    the sender's frame rate (default 120)
   --duration     seconds of gestures per run (default 30)
   --json         one JSON object per row instead of the table
@@ -35,7 +36,9 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
   --trace FILE   replay a recorded arrivals trace instead of scenarios
   --write-trace FILE  save one scenario's arrivals (seed --seed) in the trace format
   --svg FILE     plots for one scenario and seed (--seed, default 1), or for --trace;
-                 with --frontier, the frontier of every scenario (or the trace)
+                 with --frontier, the frontier of every scenario (or the trace),
+                 each point with its phases' spread, and with --perfect-network
+                 each policy's floor
   --perfect-network  also replay the same send times with arrival = emission + a
                  constant (no loss): rows named "NAME perfect", each policy's floor
   --frontier     sweep fixed:0..100 ms (5 ms steps; fixed:MS is the default with its
@@ -324,8 +327,11 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
     if o.frontier {
         let real = rows.filter { !$0.scenario.hasSuffix(" perfect") }
         if let svg = o.svg {
-            let title = o.trace.map { ($0 as NSString).lastPathComponent } ?? "scenarios, seeds \(o.seed)-\(o.seed + o.seeds - 1)"
-            do { try LabSVG.frontier(rows: real, title: "Fixed-delay frontier: \(title)").write(toFile: svg, atomically: true, encoding: .utf8) }
+            let title = o.trace.map {
+                ($0 as NSString).lastPathComponent + (o.gapsLost ? ", read as Remolo's sender sends it (--gaps-lost)" : ", as recorded (folded: a stress case)")
+            } ?? "scenarios, seeds \(o.seed)-\(o.seed + o.seeds - 1)"
+            let floors = rows.filter { $0.scenario.hasSuffix(" perfect") }
+            do { try LabSVG.frontier(rows: real, floors: floors, title: "Fixed-delay frontier: \(title)").write(toFile: svg, atomically: true, encoding: .utf8) }
             catch { fail("cannot write \(svg): \(error)") }
         }
         // The table keeps the requested policies; the sweep goes to the report.
@@ -403,18 +409,37 @@ func drainTable(_ o: SimulateOptions) {
             }
             table.append(row)
         }
-        print("policy \(p.name), jitter ratio (M3), seeds \(o.seed)-\(o.seed + o.seeds - 1), \(Int(o.duration)) s each:")
-        if o.markdown {
-            print("| " + head.joined(separator: " | ") + " |")
-            print("|---|" + String(repeating: "--:|", count: head.count - 1))
-            for r in table.dropFirst() { print("| " + r.joined(separator: " | ") + " |") }
-        } else {
-            var w = [Int](repeating: 0, count: head.count)
-            for r in table { for (k, c) in r.enumerated() { w[k] = max(w[k], c.count) } }
-            for r in table {
-                print(r.enumerated().map { k, c in k == 0 ? c.padding(toLength: w[k], withPad: " ", startingAt: 0)
-                    : String(repeating: " ", count: w[k] - c.count) + c }.joined(separator: "  "))
+        // The phases' spread, cell for cell: the smallest-largest phase's jitter.
+        var spreadTable = [head]
+        for (i, d) in o.displays.enumerated() {
+            var row = [d.description]
+            for j in o.drains.indices {
+                row.append(scen.map { sc in
+                    cells[i][j].first { $0.scenario == sc && $0.policy == p.name }.map { spread($0.scores) } ?? "-"
+                }.joined(separator: " / "))
             }
+            spreadTable.append(row)
+        }
+        let seeds = "seeds \(o.seed)-\(o.seed + o.seeds - 1), \(Int(o.duration)) s each"
+        print("policy \(p.name), jitter ratio (M3, the mean over \(o.phases) vsync phases), \(seeds):")
+        printTable(table, markdown: o.markdown)
+        print("\npolicy \(p.name), jitter spread (the smallest-largest phase's jitter ratio), \(seeds):")
+        printTable(spreadTable, markdown: o.markdown)
+    }
+}
+
+func printTable(_ table: [[String]], markdown: Bool) {
+    let head = table[0]
+    if markdown {
+        print("| " + head.joined(separator: " | ") + " |")
+        print("|---|" + String(repeating: "--:|", count: head.count - 1))
+        for r in table.dropFirst() { print("| " + r.joined(separator: " | ") + " |") }
+    } else {
+        var w = [Int](repeating: 0, count: head.count)
+        for r in table { for (k, c) in r.enumerated() { w[k] = max(w[k], c.count) } }
+        for r in table {
+            print(r.enumerated().map { k, c in k == 0 ? c.padding(toLength: w[k], withPad: " ", startingAt: 0)
+                : String(repeating: " ", count: w[k] - c.count) + c }.joined(separator: "  "))
         }
     }
 }
