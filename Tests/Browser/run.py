@@ -653,7 +653,7 @@ def connection_failures_and_tips(binary, tmp):
         check(kind == "websocketRefused" and proxy.refused >= 1,
               f"the page's origin answers, its WebSocket is refused ({proxy.refused}): classified {kind}")
         note = b.wait_for("remolo.note", 5, "the note")
-        check(f"remolo receive --web {proxy.port} --ca" in note and "/remolo.mobileconfig" in note and "/ca.crt" in note,
+        check(f"remolo receive --web {proxy.port} --ca" in note and "/ca.html" in note,
               f"the page says what to install: {note!r}")
         b.click("#gear")
         b.eval("document.getElementById('diag').open = true")

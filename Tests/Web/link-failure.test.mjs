@@ -8,7 +8,7 @@ test("a failed connection, classified", () => {
   const cases = [ // [case, what happened, kind, the message contains]
     [1, { opened: false, probeOk: false }, "unreachable", "cannot reach the receiver"],
     [2, { opened: false, probeOk: true, port: "8443" }, "websocketRefused", "remolo receive --web 8443 --ca"],
-    [3, { opened: false, probeOk: true }, "websocketRefused", "/remolo.mobileconfig on iPhone or /ca.crt on Android"],
+    [3, { opened: false, probeOk: true }, "websocketRefused", "then open /ca.html on this phone"],
     [4, { opened: true, closeCode: 1008, closeReason: "not paired" }, "closed", "the receiver closed the connection: not paired"],
     [5, { opened: true, closeCode: 1006 }, "closed", "closed (1006)"],
     [6, { opened: false, probeOk: true, online: false }, "offline", "this phone is offline"],

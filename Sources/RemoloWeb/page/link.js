@@ -53,7 +53,7 @@ export function classifyLinkFailure({ opened = false, closeCode, closeReason, pr
     return { kind: "websocketRefused", message:
       "the receiver is up but this browser refused its WebSocket — its certificate exception does not carry over to "
       + `WebSockets here. Install the receiver's certificate authority (remolo receive --web ${port || "PORT"} --ca; `
-      + "open /remolo.mobileconfig on iPhone or /ca.crt on Android; see docs/phone-engines.md) or try another browser" };
+      + "then open /ca.html on this phone; see docs/certificates.md) or try another browser" };
   }
   return { kind: "unreachable", message: "cannot reach the receiver: is remolo receive --web running, and this phone on its network?" };
 }
