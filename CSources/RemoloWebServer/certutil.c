@@ -134,3 +134,41 @@ X509 *remolo_cert_read(const char *path) {
     fclose(f);
     return x;
 }
+
+int remolo_cert_leaf(X509 *issuer, EVP_PKEY *issuer_key, const char *organization, const char *names, long days,
+                     const char *cert_path, const char *key_path, char *err, size_t err_len) {
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    if (!key) return remolo_cert_fail(err, err_len, "cannot make a P-256 key%s", NULL);
+    X509 *x = X509_new();
+    int rc = -1;
+    if (!x || remolo_cert_serial(x) != 0) goto out;
+    X509_set_version(x, 2);
+    X509_gmtime_adj(X509_getm_notBefore(x), -24 * 3600); // phones with a slow clock
+    X509_gmtime_adj(X509_getm_notAfter(x), days * 24 * 3600);
+    X509_set_pubkey(x, key);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"Remolo receiver", -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)organization, -1, -1, 0);
+    X509 *signer = issuer ? issuer : x;
+    X509_set_issuer_name(x, X509_get_subject_name(signer));
+    // Apple's requirements for a trusted TLS server certificate
+    // (support.apple.com/en-us/103769), met by both kinds: the names in
+    // subjectAltName (never the CN), id-kp-serverAuth, SHA-2; the issued
+    // one also at most 825 days (the caller's days).
+    if (remolo_cert_add_ext(x, signer, NID_basic_constraints, "critical,CA:FALSE") ||
+        remolo_cert_add_ext(x, signer, NID_key_usage, "critical,digitalSignature") ||
+        remolo_cert_add_ext(x, signer, NID_ext_key_usage, "serverAuth") ||
+        remolo_cert_add_ext(x, signer, NID_subject_alt_name, names) ||
+        remolo_cert_add_ext(x, signer, NID_subject_key_identifier, "hash") ||
+        (issuer && remolo_cert_add_ext(x, issuer, NID_authority_key_identifier, "keyid:always")))
+        goto out;
+    if (X509_sign(x, issuer ? issuer_key : key, EVP_sha256()) == 0) goto out;
+    rc = remolo_cert_write(key, key_path, x, cert_path, err, err_len);
+    goto done;
+out:
+    remolo_cert_fail(err, err_len, issuer ? "cannot issue the web certificate%s" : "cannot make the web certificate%s", NULL);
+done:
+    X509_free(x);
+    EVP_PKEY_free(key);
+    return rc;
+}

@@ -37,6 +37,12 @@ int remolo_cert_check_mode(const char *key_path, const struct stat *st, const ch
 /// The certificate's SHA-256 as browsers show it, "AB:CD:..." (95 chars).
 void remolo_cert_fingerprint(X509 *x, char fingerprint[96]);
 
+/// Makes a P-256 key and a TLS server certificate for names (OpenSSL's
+/// subjectAltName syntax), valid for days, signed by issuer's key or, with
+/// issuer NULL, self-signed, and writes both (remolo_cert_write). 0, or -1 with err.
+int remolo_cert_leaf(X509 *issuer, EVP_PKEY *issuer_key, const char *organization, const char *names, long days,
+                     const char *cert_path, const char *key_path, char *err, size_t err_len);
+
 /// The PEM certificate at path, or NULL.
 X509 *remolo_cert_read(const char *path);
 
