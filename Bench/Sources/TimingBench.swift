@@ -78,26 +78,8 @@ struct Histogram {
 
     var total: UInt64 { counts.reduce(0, +) }
 
-    /// Nearest rank, placed inside its bucket by linear interpolation (the
-    /// samples taken as spread evenly over the bucket, as Prometheus'
-    /// histogram_quantile does): a figure and its floor in the same bucket
-    /// still differ by where their ranks fall. Exact in the linear part;
-    /// the last, open-ended bucket gives its lower bound.
-    func quantile(_ q: Double) -> Double {
-        let n = total
-        guard n > 0 else { return .nan }
-        let rank = max(1, UInt64((q * Double(n)).rounded(.up)))
-        var seen: UInt64 = 0
-        for (i, c) in counts.enumerated() {
-            guard seen + c >= rank else { seen += c; continue }
-            let lo = Double(rx_hist_lower_us(UInt32(i)))
-            if i == counts.count - 1 { return lo }
-            let hi = Double(rx_hist_lower_us(UInt32(i + 1)))
-            if hi - lo <= 1 { return lo }
-            return lo + (hi - lo) * (Double(rank - seen) - 0.5) / Double(c)
-        }
-        return .nan
-    }
+    /// LatencyHistogram.quantile (the receiver's own reading of rx_stats).
+    func quantile(_ q: Double) -> Double { LatencyHistogram.quantile(counts, q) }
 }
 
 /// Seals motion datagrams for the loop's session and sends them paced at

@@ -10,6 +10,8 @@ import time
 
 import websocket
 
+from pagewait import PageWait
+
 # Nothing of Firefox's own may leave the machine: its services are off,
 # and every connection that is not to loopback goes to a proxy that is
 # not there (port 9, discard).
@@ -33,7 +35,7 @@ PREFS = {
 }
 
 
-class Browser:
+class Browser(PageWait):
     def __init__(self, width=390, height=780, prefs=None, insecure=True, setup=None):
         """setup: called with the profile's directory before Firefox starts
         (to add a certificate authority to its cert9.db)."""
@@ -95,19 +97,6 @@ class Browser:
         if r.get("type") == "exception":
             raise RuntimeError(f"{expression}: {r['exceptionDetails'].get('text')}")
         return unwrap(r["result"])
-
-    def wait_for(self, expression, timeout=10.0, what=None):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                v = self.eval(expression)
-                if v:
-                    return v
-            except RuntimeError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what or expression}; page says: "
-                             f"{self.eval('window.remolo && [remolo.state, remolo.detail]')}")
 
     def actions(self, sources):
         self.call("input.performActions", context=self.context, actions=sources)

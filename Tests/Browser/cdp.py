@@ -9,8 +9,10 @@ import urllib.request
 
 import websocket
 
+from pagewait import PageWait
 
-class Browser:
+
+class Browser(PageWait):
     def __init__(self, width=390, height=780, insecure=True, env=None):
         """insecure: accept any certificate (the self-signed one); env: the
         browser's environment on top of this one's (HOME, whose
@@ -76,19 +78,6 @@ class Browser:
         if "exceptionDetails" in r:
             raise RuntimeError(f"{expression}: {r['exceptionDetails']}")
         return r["result"].get("value")
-
-    def wait_for(self, expression, timeout=10.0, what=None):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                v = self.eval(expression)
-                if v:
-                    return v
-            except RuntimeError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what or expression}; page says: "
-                             f"{self.eval('window.remolo && [remolo.state, remolo.detail]')}")
 
     def touch(self, kind, points, wait=True):
         """kind: touchStart, touchMove, touchEnd; points: [(id, x, y)].

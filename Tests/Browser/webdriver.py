@@ -11,6 +11,8 @@ import time
 import urllib.error
 import urllib.request
 
+from pagewait import PageWait
+
 MINIBROWSER = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
 
 
@@ -35,7 +37,7 @@ class Xvfb:
         self.proc.wait(5)
 
 
-class Browser:
+class Browser(PageWait):
     def __init__(self, width=390, height=780, insecure=True, env=None, wrap=()):
         """wrap: a command WebKitWebDriver (and so the browser) runs under,
         e.g. one giving it a mount namespace with another trust store."""
@@ -97,18 +99,8 @@ class Browser:
             raise RuntimeError(f"{expression}: {v['__error']}")
         return v
 
-    def wait_for(self, expression, timeout=10.0, what=None):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                v = self.eval_checked(expression)
-                if v:
-                    return v
-            except RuntimeError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what or expression}; page says: "
-                             f"{self.eval('window.remolo && [remolo.state, remolo.detail]')}")
+    def poll(self, expression):
+        return self.eval_checked(expression)
 
     def actions(self, sources):
         self._req("POST", self.s("/actions"), {"actions": sources})

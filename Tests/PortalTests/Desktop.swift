@@ -4,6 +4,7 @@
 // own `dbus-run-session`, in a process group of its own).
 import Foundation
 import Remolo
+import RemoloTestSupport
 import Testing
 
 enum PortalEnv {
@@ -32,17 +33,7 @@ struct TestFailure: Error, CustomStringConvertible {
 /// Runs a program to completion; its output (stdout and stderr).
 @discardableResult
 func run(_ path: String, _ args: [String], environment: [String: String] = [:]) throws -> String {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = args
-    p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, n in n }
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = pipe
-    try p.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
+    try runCommand(path, args, environment: environment).output
 }
 
 /// Desktops to end when the test process exits (Swift Testing has no

@@ -170,7 +170,7 @@ extension VMSuite {
             let fit576 = residual(periodUs), fit480 = residual(1e6 / 480)
             var late = [UInt64](repeating: 0, count: Int(REMOLO_HIST_BUCKETS))
             withUnsafeBytes(of: st.tick_late_hist) { late = Array($0.bindMemory(to: UInt64.self)) }
-            let lateP50 = histQuantile(late, 0.5), lateP99 = histQuantile(late, 0.99)
+            let lateP50 = LatencyHistogram.quantile(late, 0.5), lateP99 = LatencyHistogram.quantile(late, 0.99)
             print(String(format: "drain-vm: 576 Hz: %d frames, %llu ticks, %llu merged, %.1f expirations/s in steady motion, "
                          + "frame intervals off whole 576 Hz ticks by %.0f us (median; %.0f us against 480 Hz), "
                          + "rx.tick_late_us p50 %.0f p99 %.0f", frames.count, st.ticks, st.missed_ticks, perSecond,
@@ -185,19 +185,3 @@ extension VMSuite {
     }
 }
 
-/// A quantile of one of rx_stats' histograms (microseconds), interpolated
-/// inside its bucket as Bench does.
-func histQuantile(_ counts: [UInt64], _ q: Double) -> Double {
-    let n = counts.reduce(0, +)
-    guard n > 0 else { return .nan }
-    let rank = max(1, UInt64((q * Double(n)).rounded(.up)))
-    var seen: UInt64 = 0
-    for (i, c) in counts.enumerated() {
-        guard seen + c >= rank else { seen += c; continue }
-        let lo = Double(rx_hist_lower_us(UInt32(i)))
-        if i == counts.count - 1 { return lo }
-        let hi = Double(rx_hist_lower_us(UInt32(i + 1)))
-        return hi - lo <= 1 ? lo : lo + (hi - lo) * (Double(rank - seen) - 0.5) / Double(c)
-    }
-    return .nan
-}

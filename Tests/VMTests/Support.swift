@@ -1,4 +1,5 @@
 import Foundation
+import RemoloTestSupport
 import Testing
 
 /// Where the VM suite runs, and why a test may have to skip.
@@ -24,27 +25,11 @@ enum VMEnv {
 /// vCPU, and the timing tests must not share it with the others.
 @Suite(.serialized) enum VMSuite {}
 
-struct CommandResult {
-    var status: Int32
-    var output: String
-}
-
 /// Runs a program to completion, stdout and stderr together.
 @discardableResult
-func run(_ path: String, _ args: String...) throws -> CommandResult { try run(path, args) }
+func run(_ path: String, _ args: String...) throws -> CommandResult { try runCommand(path, args) }
 
-func run(_ path: String, _ args: [String]) throws -> CommandResult {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: path)
-    p.arguments = args
-    let pipe = Pipe()
-    p.standardOutput = pipe
-    p.standardError = pipe
-    try p.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return CommandResult(status: p.terminationStatus, output: String(decoding: data, as: UTF8.self))
-}
+func run(_ path: String, _ args: [String]) throws -> CommandResult { try runCommand(path, args) }
 
 /// Runs a program that must succeed.
 func must(_ path: String, _ args: String...) throws { try must(path, args) }

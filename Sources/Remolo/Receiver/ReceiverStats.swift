@@ -211,3 +211,29 @@ public struct ReceiverStats: Sendable, Equatable {
         return s
     }
 }
+
+/// The receive loop's latency histograms (rx_stats: REMOLO_HIST_BUCKETS
+/// buckets of microseconds, linear then log-spaced).
+public enum LatencyHistogram {
+    /// A quantile of one histogram's counts: the nearest rank, placed inside
+    /// its bucket by linear interpolation (the samples taken as spread
+    /// evenly over the bucket, as Prometheus' histogram_quantile does), so a
+    /// figure and its floor in the same bucket still differ by where their
+    /// ranks fall. Exact in the linear part; the last, open-ended bucket
+    /// gives its lower bound. NaN for an empty histogram.
+    public static func quantile(_ counts: [UInt64], _ q: Double) -> Double {
+        let n = counts.reduce(0, +)
+        guard n > 0 else { return .nan }
+        let rank = max(1, UInt64((q * Double(n)).rounded(.up)))
+        var seen: UInt64 = 0
+        for (i, c) in counts.enumerated() {
+            guard seen + c >= rank else { seen += c; continue }
+            let lo = Double(rx_hist_lower_us(UInt32(i)))
+            if i == counts.count - 1 { return lo }
+            let hi = Double(rx_hist_lower_us(UInt32(i + 1)))
+            if hi - lo <= 1 { return lo }
+            return lo + (hi - lo) * (Double(rank - seen) - 0.5) / Double(c)
+        }
+        return .nan
+    }
+}
