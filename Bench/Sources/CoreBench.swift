@@ -1,8 +1,10 @@
 import BenchSupport
-import Remolo
+import RemoloPlayout
 import RemoloCore
+import RemoloPlayoutCore
 import RemoloLab
 import RemoloTrace
+import RemoloTypes
 
 /// A 120 Hz stream with Wi-Fi-like jitter, precomputed so the timed loops
 /// measure only the core.
@@ -22,9 +24,16 @@ private struct Stream {
     }
 }
 
-private func newPlayout() -> UnsafeMutablePointer<playout> {
+/// The default policy, or with `chooser` the lab's `chooser` policy (the
+/// delay chosen by replaying candidate delays, chooser.c).
+private func newPlayout(chooser: Bool = false) -> UnsafeMutablePointer<playout> {
     let p = UnsafeMutablePointer<playout>.allocate(capacity: 1)
-    _ = playout_init(p, nil)
+    if chooser {
+        var c = Policy.chooserConfig.c
+        _ = playout_init(p, &c)
+    } else {
+        _ = playout_init(p, nil)
+    }
     return p
 }
 
@@ -32,11 +41,12 @@ private func newPlayout() -> UnsafeMutablePointer<playout> {
 /// with the queue drained between batches (untimed) so it never fills.
 /// `recoverEvery` > 0: every so many packets the one before was lost and
 /// this one carries its motion (the redundancy feature):
-/// `core.packet_ns.recovered` with 4.
-private func packetNs(_ s: BenchSettings, recoverEvery: Int = 0) -> Double {
+/// `core.packet_ns.recovered` with 4. `chooser`: the same with the delay
+/// chooser (`core.packet_ns.chooser`, measured in the same run).
+private func packetNs(_ s: BenchSettings, recoverEvery: Int = 0, chooser: Bool = false) -> Double {
     let n = 64
     let stream = Stream(count: 1 << 16, seed: 1)
-    let p = newPlayout()
+    let p = newPlayout(chooser: chooser)
     defer { p.deallocate() }
     var k = 0
     var total: Double = 0
@@ -103,10 +113,10 @@ private func tickNs(_ s: BenchSettings, active: Int) -> Double {
 /// 480 Hz ticks go through the core (via the Swift `Playout` wrapper, as
 /// the receiver drives it), after a warm-up; one in seven carries the
 /// motion of a lost one.
-private func allocsPer1e6(_ s: BenchSettings) -> Double {
+private func allocsPer1e6(_ s: BenchSettings, config: PlayoutConfig = .default) -> Double {
     let count = s.quick ? 100_000 : 1_000_000
     let stream = Stream(count: 1 << 16, seed: 2)
-    guard let playout = try? Playout() else { return .nan }
+    guard let playout = try? Playout(config: config) else { return .nan }
     var nextTick: UInt64 = 0
     var sink: Int64 = 0
     func run(_ n: Int, from: Int) {
@@ -149,7 +159,8 @@ func coreBenches() -> [BenchCase] {
     [
         BenchCase(name: "core.packet_ns") { s in
             [BenchResult(name: "core.packet_ns", value: packetNs(s), unit: "ns"),
-             BenchResult(name: "core.packet_ns.recovered", value: packetNs(s, recoverEvery: 4), unit: "ns")]
+             BenchResult(name: "core.packet_ns.recovered", value: packetNs(s, recoverEvery: 4), unit: "ns"),
+             BenchResult(name: "core.packet_ns.chooser", value: packetNs(s, chooser: true), unit: "ns")]
         },
         BenchCase(name: "core.tick_ns") { s in
             [1, 8, 64].map { BenchResult(name: "core.tick_ns.\($0)", value: tickNs(s, active: $0), unit: "ns") }
@@ -158,7 +169,8 @@ func coreBenches() -> [BenchCase] {
             guard counterWorks() else {
                 return [BenchResult(name: "core.allocs_per_1e6", value: .nan, unit: "allocs (counter not interposed)")]
             }
-            return [BenchResult(name: "core.allocs_per_1e6", value: allocsPer1e6(s), unit: "allocs")]
+            return [BenchResult(name: "core.allocs_per_1e6", value: allocsPer1e6(s), unit: "allocs"),
+                    BenchResult(name: "core.allocs_per_1e6.chooser", value: allocsPer1e6(s, config: Policy.chooserConfig), unit: "allocs")]
         },
     ]
 }

@@ -1,6 +1,7 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloCore
+import RemoloPlayoutCore
 import RemoloSession
 import RemoloSystem
 

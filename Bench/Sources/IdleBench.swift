@@ -1,5 +1,6 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloSender
 import RemoloSession
 import RemoloSystem
 
@@ -16,6 +17,9 @@ import RemoloSystem
 //   rx.idle_wakeups_per_s.sender.floor  what that sender sent per second
 //                                       (heartbeats + pings), one wake-up each
 //                                       at best
+//   rx.idle_wakeups_per_s.web           a second receiver with --web: the web
+//                                       bridge and the data-channel endpoint
+//                                       started, no page, no peer (floor: .floor)
 private func contextSwitches(_ pid: pid_t) -> UInt64? {
     guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return nil }
     var sum: UInt64 = 0
@@ -47,7 +51,7 @@ func idleWakeupsBench(_ settings: BenchSettings) -> [BenchResult] {
     let silence = settings.quick ? 0.5 : 1.0
     let window = settings.quick ? 0.5 : 3.0
     let names = ["rx.idle_wakeups_per_s", "rx.idle_wakeups_per_s.floor",
-                 "rx.idle_wakeups_per_s.sender", "rx.idle_wakeups_per_s.sender.floor"]
+                 "rx.idle_wakeups_per_s.sender", "rx.idle_wakeups_per_s.sender.floor", "rx.idle_wakeups_per_s.web"]
     func results(_ v: [Double]) -> [BenchResult] {
         zip(names, v).map { BenchResult(name: $0, value: $1, unit: "/s") }
     }
@@ -55,7 +59,7 @@ func idleWakeupsBench(_ settings: BenchSettings) -> [BenchResult] {
         return results(try idleWakeups(silence: silence, window: window))
     } catch {
         benchNote("rx.idle_wakeups_per_s: \(error)")
-        return results([.nan, .nan, .nan, .nan])
+        return results([.nan, .nan, .nan, .nan, .nan])
     }
 }
 
@@ -73,28 +77,11 @@ private func idleWakeups(silence: Double, window: Double) throws -> [Double] {
     try senders.save(to: rxDir.file(PeerList.authorizedSendersFile))
 
     let port = try freeLoopbackPort()
-    let log = root + "/receive.log"
-    guard FileManager.default.createFile(atPath: log, contents: nil) else { throw BenchFailure("cannot create \(log)") }
-    let rx = Process()
-    rx.executableURL = URL(fileURLWithPath: dir + "/remolo")
-    rx.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--sink", "/dev/null"]
-    rx.environment = ProcessInfo.processInfo.environment.merging(["REMOLO_CONFIG_DIR": rxDir.path]) { $1 }
-    let logHandle = FileHandle(forWritingAtPath: log)
-    rx.standardOutput = logHandle
-    rx.standardError = logHandle
-    try rx.run()
+    let rx = try startReceiver(dir + "/remolo", config: rxDir, log: root + "/receive.log",
+                               arguments: ["--listen", "127.0.0.1:\(port)"], upWhen: "listening on")
     defer {
         if rx.isRunning { rx.terminate() }
         rx.waitUntilExit()
-    }
-    // Up once it says where it listens (not by connecting: a probe would be
-    // a connection in its handshake, waking it later on its deadline).
-    let deadline = MonotonicClock.seconds() + 10
-    while !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("listening on") {
-        guard rx.isRunning, MonotonicClock.seconds() < deadline else {
-            throw BenchFailure("remolo receive did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-        }
-        usleep(10_000)
     }
     let pid = rx.processIdentifier
 
@@ -117,6 +104,27 @@ private func idleWakeups(silence: Double, window: Double) throws -> [Double] {
     let t1 = MonotonicClock.seconds()
     let noSession = Double(r1 - r0) / (t1 - t0)
     let bareRate = Double(b1 - b0) / (t1 - t0)
+
+    // With the phone page's parts started: the web bridge (TCP) and the
+    // data-channel endpoint (UDP, the same port number), nobody using them.
+    // A config directory of its own (the bridge writes its certificate there).
+    let webDir = ConfigDirectory(path: root + "/web")
+    _ = try Identity.loadOrCreate(in: webDir)
+    let webRx = try startReceiver(dir + "/remolo", config: webDir, log: root + "/receive-web.log",
+                                  arguments: ["--listen", "127.0.0.1:\(try freeLoopbackPort())",
+                                              "--web", "127.0.0.1:\(try freeLoopbackPort())", "--no-announce"],
+                                  upWhen: "data channel: UDP port")
+    defer {
+        if webRx.isRunning { webRx.terminate() }
+        webRx.waitUntilExit()
+    }
+    usleep(UInt32(silence * 1e6))
+    guard let w0 = contextSwitches(webRx.processIdentifier) else { throw BenchFailure("no /proc/PID/task for the web receiver") }
+    let tw0 = MonotonicClock.seconds()
+    usleep(UInt32(window * 1e6))
+    guard let w1 = contextSwitches(webRx.processIdentifier) else { throw BenchFailure("the web receiver exited") }
+    let withWeb = Double(w1 - w0) / (MonotonicClock.seconds() - tw0)
+    webRx.terminate()
 
     // An idle sender: a heartbeat every Sender.heartbeatUs and a ping every
     // keepalive interval, as `remolo send` keeps a still session alive.
@@ -152,5 +160,33 @@ private func idleWakeups(silence: Double, window: Double) throws -> [Double] {
     let span = Double(windowEnd - windowStart) / 1e6
     let withSender = Double(s1 - s0) / span
     let sentRate = Double(beatsInWindow + pingsInWindow) / span
-    return [noSession, bareRate, withSender, sentRate]
+    return [noSession, bareRate, withSender, sentRate, withWeb]
+}
+
+/// `remolo receive` (frames to /dev/null) with its config in `config`, its
+/// output in `log`; returns once the log says `upWhen` (not by connecting:
+/// a probe would be a connection in its handshake, waking it later on its
+/// deadline).
+private func startReceiver(_ binary: String, config: ConfigDirectory, log: String, arguments: [String],
+                           upWhen: String) throws -> Process {
+    guard FileManager.default.createFile(atPath: log, contents: nil) else { throw BenchFailure("cannot create \(log)") }
+    let rx = Process()
+    rx.executableURL = URL(fileURLWithPath: binary)
+    rx.arguments = ["receive"] + arguments + ["--sink", "/dev/null"]
+    rx.environment = ProcessInfo.processInfo.environment.merging(["REMOLO_CONFIG_DIR": config.path]) { $1 }
+    let logHandle = FileHandle(forWritingAtPath: log)
+    rx.standardOutput = logHandle
+    rx.standardError = logHandle
+    try rx.run()
+    let deadline = MonotonicClock.seconds() + 10
+    while !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains(upWhen) {
+        guard rx.isRunning, MonotonicClock.seconds() < deadline else {
+            if rx.isRunning { rx.terminate() }
+            rx.waitUntilExit()
+            throw BenchFailure("remolo receive \(arguments.joined(separator: " ")) did not start: "
+                               + ((try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
+        }
+        usleep(10_000)
+    }
+    return rx
 }

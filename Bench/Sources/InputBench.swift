@@ -1,5 +1,7 @@
 import Glibc
-import Remolo
+import RemoloPlayout
+import RemoloReceiver
+import RemoloSender
 import RemoloInput
 import RemoloSession
 

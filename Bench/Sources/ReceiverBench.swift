@@ -1,7 +1,9 @@
 import BenchSupport
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloReceiver
 import RemoloCore
+import RemoloPlayoutCore
 import RemoloSession
 import RemoloSystem
 
@@ -57,9 +59,9 @@ final class BenchLoop {
         precondition(raw.start(wait: 2), "io_uring unavailable")
         let id = try! SessionID(bytes: rxID), key = try! DatagramKey(bytes: rxKey)
         let seq = raw.push(RawLoop.command(RX_OP_ADD_SESSION, id, key: key))
-        var r: Int32?
-        while r == nil { r = raw.result(seq); usleep(100) }
-        precondition(r == 0, "add session: \(r!)")
+        // The command ring's own wait (rx_cmd_wait): blocks until the loop ran it.
+        let r = try! raw.wait(seq, until: MonotonicClock.seconds() + 2)
+        precondition(r == 0, "add session: \(r)")
     }
 
     var stats: rx_stats { raw.stats }

@@ -1,6 +1,8 @@
 import CEvdev
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloReceiver
+import RemoloSender
 import RemoloSession
 
 // The sender reading a real evdev device: a virtual mouse made through

@@ -1,4 +1,4 @@
-import Remolo
+import RemoloPlayout
 import RemoloSession
 
 // The session benchmarks.

@@ -1,7 +1,10 @@
 import BenchSupport
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloDesktop
+import RemoloReceiver
 import RemoloCore
+import RemoloPlayoutCore
 import RemoloSystem
 import RemoloWeb
 
@@ -46,10 +49,24 @@ import RemoloWeb
 //                                them: a TLS WebSocket message to the web
 //                                bridge (RemoloWeb), relayed to the loop's UDP
 //                                port; from the client's SSL_write call
+//   datachannel.frame_to_open_us.p50/.p99  the same datagrams on the page's
+//                                data channel: one message each (unordered,
+//                                PPID 53) in a DTLS 1.2 record carrying an
+//                                SCTP DATA chunk, to the data-channel endpoint
+//                                (RemoloWeb.DataChannelEndpoint), relayed to the
+//                                loop's UDP port; from the client's send call
+//                                (the chunk and its CRC32c made, then SSL_write;
+//                                Bench/Support/rtc_client.c)
+//   rtc.message_cpu_ns           the endpoint's CPU time per message relayed
+//                                (the thread CPU clocks of the threads its
+//                                start made), messages at
+//                                1,500 a second so that each is a wake-up of
+//                                its own, as the page's are
 func timingBenches() -> [BenchCase] {
     [BenchCase(name: "rx.tick_late_us", reports: ["rx.due_to_write_us"]) { s in tickBench(s) },
      BenchCase(name: "rx.tick_late_us.adapter", reports: ["rx.adapter_stalled"]) { s in adapterTickBench(s) },
-     BenchCase(name: "frame_to_open_us", reports: ["udp.frame_to_open_us", "web.frame_to_open_us"]) { s in frameToOpenBench(s) },
+     BenchCase(name: "frame_to_open_us", reports: ["udp.frame_to_open_us", "web.frame_to_open_us",
+                                                      "datachannel.frame_to_open_us", "rtc.message_cpu_ns"]) { s in frameToOpenBench(s) },
      BenchCase(name: "rx.idle_wakeups_per_s") { s in idleWakeupsBench(s) }]
 }
 
@@ -87,6 +104,7 @@ struct Histogram {
 /// the sealed send time (tx_us, the datagram's key) -> the moment (ns) just
 /// before `send` was called.
 private func pacedMotion(seconds: Double, seed: UInt64, counter: inout UInt64,
+                         intervalUs: ClosedRange<UInt64> = 7_333...9_333,
                          send: (UnsafeRawBufferPointer) -> Bool) -> [UInt64: UInt64] {
     var rng = BenchRandom(seed: seed)
     var sent: [UInt64: UInt64] = [:]
@@ -109,7 +127,7 @@ private func pacedMotion(seconds: Double, seed: UInt64, counter: inout UInt64,
         counter += 1
         let t = MonotonicClock.nowNs()
         if buf.withUnsafeBytes({ send($0) }) { sent[tx] = t }
-        next = tx + UInt64.random(in: 7_333...9_333, using: &rng)
+        next = tx + UInt64.random(in: intervalUs, using: &rng)
     }
     return sent
 }
@@ -218,10 +236,91 @@ private func frameToOpenBench(_ settings: BenchSettings) -> [BenchResult] {
     } catch {
         benchNote("web.frame_to_open_us: \(error)")
     }
+
+    // The same on the page's data channel.
+    var channel: [Double] = [], cpuNs = Double.nan
+    do {
+        (channel, cpuNs) = try dataChannelTrips(loop: loop, seconds: seconds, messages: settings.quick ? 300 : 3000,
+                                                records: p[0], counter: &counter)
+    } catch {
+        benchNote("datachannel.frame_to_open_us: \(error)")
+    }
     return [BenchResult(name: "udp.frame_to_open_us.p50", value: quantile(udp, 0.5), unit: "us"),
             BenchResult(name: "udp.frame_to_open_us.p99", value: quantile(udp, 0.99), unit: "us"),
             BenchResult(name: "web.frame_to_open_us.p50", value: quantile(web, 0.5), unit: "us"),
-            BenchResult(name: "web.frame_to_open_us.p99", value: quantile(web, 0.99), unit: "us")]
+            BenchResult(name: "web.frame_to_open_us.p99", value: quantile(web, 0.99), unit: "us"),
+            BenchResult(name: "datachannel.frame_to_open_us.p50", value: quantile(channel, 0.5), unit: "us"),
+            BenchResult(name: "datachannel.frame_to_open_us.p99", value: quantile(channel, 0.99), unit: "us"),
+            BenchResult(name: "rtc.message_cpu_ns", value: cpuNs, unit: "ns")]
+}
+
+/// This process's kernel thread ids.
+private func threadIDs() -> Set<Int32> {
+    Set(((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap { Int32($0) })
+}
+
+/// The phone page's data channel into the loop: the endpoint relaying to
+/// the loop's port, and a client doing what a browser does (its STUN check,
+/// DTLS, SCTP, DCEP: Bench/Support/rtc_client.c, which says why its SCTP is
+/// its own). Returns the trips of paced motion and the endpoint thread's
+/// CPU per message over `messages` more.
+private func dataChannelTrips(loop: BenchLoop, seconds: Double, messages: Int, records: Int32,
+                              counter: inout UInt64) throws -> ([Double], Double) {
+    let before = threadIDs()
+    let endpoint = try DataChannelEndpoint(host: "127.0.0.1", port: 0, receiverHost: "127.0.0.1", receiverPort: loop.port)
+    // The threads remolo_rtc_start made: the endpoint's, and usrsctp's
+    // "SCTP iterator" (usrsctp_init_nothreads runs no timer thread, but
+    // this one waits on a condition for association-wide tasks).
+    let threads = threadIDs().subtracting(before)
+    var ufrag = [CChar](repeating: 0, count: Int(BENCH_RTC_UFRAG_LEN) + 1)
+    var pwd = [CChar](repeating: 0, count: Int(BENCH_RTC_PWD_LEN) + 1)
+    var fingerprint = [UInt8](repeating: 0, count: 32)
+    guard let client = bench_rtc_client_new(&ufrag, &pwd, &fingerprint) else { throw BenchFailure("client: OpenSSL failed") }
+    defer { bench_rtc_client_free(client) }
+    func text(_ c: [CChar]) -> String { String(decoding: c.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+    let answer: DataChannelCredentials
+    do {
+        answer = try endpoint.add(session: rxID, ufrag: text(ufrag), password: text(pwd),
+                                  fingerprint: fingerprint)
+    } catch { throw BenchFailure("the endpoint refused the offer: \(error)") }
+    let rc = bench_rtc_client_connect(client, answer.port, answer.ufrag, answer.password)
+    guard rc == 0 else {
+        throw BenchFailure("no channel: \(String(cString: strerror(-rc))) (endpoint: \(endpoint.json))")
+    }
+    let send = { (d: UnsafeRawBufferPointer) -> Bool in
+        let ok = bench_rtc_client_send(client, d.baseAddress!.assumingMemoryBound(to: UInt8.self), d.count) == 0
+        _ = bench_rtc_client_poll(client)   // the endpoint's SACKs, after the timed send
+        return ok
+    }
+    let sent = pacedMotion(seconds: seconds, seed: 9, counter: &counter, send: send)
+    usleep(50_000)
+    let trips = tripsUs(sent: sent, records: drainRecords(records))
+    guard trips.count == sent.count else {
+        throw BenchFailure("\(sent.count - trips.count) of \(sent.count) datagrams sent on the data channel were not opened "
+                       + "(endpoint: \(endpoint.json))")
+    }
+
+    // CPU per message: the endpoint's threads' clocks around `messages` more,
+    // below the endpoint's flood bound (REMOLO_RTC_FLOOD_RATE). The loop's
+    // records are drained on the way (the pipe holds ~2,000).
+    func cpu() -> Int64 { threads.reduce(0) { $0 + max(0, bench_thread_cpu_ns($1)) } }
+    let relayed0 = endpoint.peer(session: rxID)?.relayed ?? 0
+    let cpu0 = cpu()
+    var n = 0
+    _ = pacedMotion(seconds: Double(messages) / 1500, seed: 10, counter: &counter, intervalUs: 667...667) { d in
+        n += 1
+        if n % 500 == 0 { _ = drainRecords(records) }
+        return send(d)
+    }
+    usleep(50_000)
+    let cpu1 = cpu()
+    _ = drainRecords(records)
+    let relayed = (endpoint.peer(session: rxID)?.relayed ?? 0) - relayed0
+    guard !threads.isEmpty, relayed > 0 else {
+        benchNote("rtc.message_cpu_ns: \(threads.count) threads started with the endpoint, \(relayed) messages relayed")
+        return (trips, .nan)
+    }
+    return (trips, Double(cpu1 - cpu0) / Double(relayed))
 }
 
 private func webTrips(loop: BenchLoop, seconds: Double, records: Int32, counter: inout UInt64) throws -> [Double] {

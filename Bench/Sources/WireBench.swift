@@ -1,6 +1,7 @@
-import Remolo
+import RemoloPlayout
 import RemoloSession
 import RemoloCore
+import RemoloPlayoutCore
 import CSodium
 
 // The wire benchmarks (issue 4, item 9): the receiver's open path against

@@ -127,26 +127,51 @@ uint64_t rx_now_us(void);
 uint64_t rx_now_ns(void);
 
 /* ---- command ring (rxcmd.c) --------------------------------------------- */
-/* Single producer, single consumer. Indices are free-running and accessed
- * only with atomic builtins; result[seq & mask] holds the outcome of command
- * seq once head > seq (until command seq + REMOLO_RX_CMDQ_CAP runs). */
+/* Single producer, single consumer; any number of waiters. Indices are
+ * free-running and accessed only with atomic builtins. done[seq & mask]
+ * holds (seq << 32 | (uint32_t)result) once head > seq, until command
+ * seq + REMOLO_RX_CMDQ_CAP runs and takes the slot: the number in the
+ * word says whose result it is. */
 struct rx_cmdq {
 	struct rx_cmd cmd[REMOLO_RX_CMDQ_CAP];
-	int32_t result[REMOLO_RX_CMDQ_CAP];
+	uint64_t done[REMOLO_RX_CMDQ_CAP];
 	uint32_t head;                  /* next to run; written by the consumer */
 	uint32_t tail;                  /* next free; written by the producer */
+	/* The futex word: bumped by the consumer after each batch that ran a
+	 * command, and at close. On a cache line of its own with the waiter
+	 * count, so that waiters counting themselves do not bounce the line
+	 * the consumer reads head and tail from. */
+	_Alignas(64) uint32_t gen;
+	uint32_t waiters;               /* threads in FUTEX_WAIT on gen */
+	uint32_t closed;                /* the consumer runs no more commands */
 };
 
 /* Producer: queues a copy of *c. Its sequence number, or -EAGAIN (full). */
 int64_t rx_cmdq_push(struct rx_cmdq *q, const struct rx_cmd *c);
-/* Any thread: true with *result set once command seq has run. */
-bool rx_cmdq_result(const struct rx_cmdq *q, uint32_t seq, int32_t *result);
+/* Any thread: 1 with *result set once command seq has run, 0 before,
+ * -ESTALE once its slot holds a later command's result. */
+int rx_cmdq_result(const struct rx_cmdq *q, uint32_t seq, int32_t *result);
+/* Producer: whether a push would find room. */
+bool rx_cmdq_room(const struct rx_cmdq *q);
 /* Consumer: the oldest command not yet done, or NULL. It stays in place
  * (the producer cannot reuse its slot) until rx_cmdq_done. */
 const struct rx_cmd *rx_cmdq_peek(struct rx_cmdq *q);
 /* Consumer: the peeked command ran with this result. Wipes its key, makes
  * the result visible, and frees the slot. */
 void rx_cmdq_done(struct rx_cmdq *q, int32_t result);
+/* Consumer, after a batch of rx_cmdq_done: wakes whoever waits (no system
+ * call when nobody does). */
+void rx_cmdq_signal(struct rx_cmdq *q);
+/* Consumer, when it stops for good: waiters for commands that did not run
+ * return -ECANCELED. */
+void rx_cmdq_close(struct rx_cmdq *q);
+/* Any thread: blocks until command seq has run or the deadline
+ * (CLOCK_MONOTONIC ns, rx_now_ns) passes. 1 with *result set, -ESTALE,
+ * -ETIMEDOUT, -ECANCELED (closed and not run), or -errno (futex). */
+int rx_cmdq_wait(struct rx_cmdq *q, uint32_t seq, int32_t *result, uint64_t deadline_ns);
+/* Producer: blocks until a push would find room. 1, -ETIMEDOUT,
+ * -ECANCELED, or -errno. */
+int rx_cmdq_wait_room(struct rx_cmdq *q, uint64_t deadline_ns);
 /* Wipes every key still in the ring (at teardown). */
 void rx_cmdq_wipe(struct rx_cmdq *q);
 

@@ -374,6 +374,13 @@ static int push_keys(struct rx_loop *l, uint32_t slot, uint64_t now, const struc
 	uint64_t folded = l->po[slot].stats.key_folded;
 	int32_t result = 0;
 
+	/* A text is played whole or refused whole: its first command carries
+	 * its size. The result packs this command's changes (at most
+	 * REMOLO_RX_KEYS_PER_CMD); the counter takes the whole text's. */
+	if (c->whole && !playout_keys_fit(&l->po[slot], c->need, c->whole, NULL)) {
+		l->st.key_refused[PLAYOUT_KEY_REFUSED_FLOOD] += c->whole;
+		return (int32_t)((uint32_t)c->nkeys << ((PLAYOUT_KEY_REFUSED_FLOOD - 1) * RX_KEYS_RESULT_BITS));
+	}
 	if (playout_push_keys(&l->po[slot], now, c->pkt.tx_us, c->keys, c->nkeys, refused)) {
 		l->st.delay_us = l->po[slot].delay.delay_us;
 		timer_set(l, true);
@@ -552,15 +559,36 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 }
 
 /* Runs every queued command; true when one of them asks to stop (the rest
- * stay queued and are never run). */
+ * stay queued and are never run). Waiters hear of the batch once, after
+ * its last result. */
 static bool run_cmds(struct rx_loop *l)
 {
 	const struct rx_cmd *c;
-	bool stop = false;
+	bool stop = false, ran = false;
 
-	while (!stop && (c = rx_cmdq_peek(&l->cmdq)) != NULL)
-		rx_cmdq_done(&l->cmdq, run_cmd(l, c, &stop));
+	while (!stop && (c = rx_cmdq_peek(&l->cmdq)) != NULL) {
+		int r = run_cmd(l, c, &stop);
+
+		/* The statistics first: a caller that sees its command's result
+		 * and then reads them sees what the command did (sessions_live
+		 * after an add), not the loop's previous snapshot. Commands are
+		 * the control plane: one snapshot each costs nothing here. */
+		publish(l);
+		rx_cmdq_done(&l->cmdq, r);
+		ran = true;
+	}
+	if (ran)
+		rx_cmdq_signal(&l->cmdq);
 	return stop;
+}
+
+/* timeout_ns from now on CLOCK_MONOTONIC, saturating: UINT64_MAX waits
+ * as good as forever. */
+static uint64_t deadline(uint64_t timeout_ns)
+{
+	uint64_t now = rx_now_ns();
+
+	return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
 }
 
 int64_t rx_cmd_push(struct rx_loop *l, const struct rx_cmd *c)
@@ -574,9 +602,28 @@ int64_t rx_cmd_push(struct rx_loop *l, const struct rx_cmd *c)
 	return ret < 0 ? ret : seq;
 }
 
+int64_t rx_cmd_push_wait(struct rx_loop *l, const struct rx_cmd *c, uint64_t timeout_ns)
+{
+	uint64_t until = deadline(timeout_ns);
+	int64_t seq;
+	int ret;
+
+	while ((seq = rx_cmd_push(l, c)) == -EAGAIN) {
+		ret = rx_cmdq_wait_room(&l->cmdq, until);
+		if (ret < 0)
+			return ret;
+	}
+	return seq;
+}
+
 int rx_cmd_result(const struct rx_loop *l, uint32_t seq, int32_t *result)
 {
-	return rx_cmdq_result(&l->cmdq, seq, result) ? 1 : 0;
+	return rx_cmdq_result(&l->cmdq, seq, result);
+}
+
+int rx_cmd_wait(struct rx_loop *l, uint32_t seq, int32_t *result, uint64_t timeout_ns)
+{
+	return rx_cmdq_wait(&l->cmdq, seq, result, deadline(timeout_ns));
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -655,5 +702,7 @@ out:
 	__atomic_store_n(&l->run_error, ret, __ATOMIC_RELEASE);
 	publish(l);
 	__atomic_store_n(&l->state, RX_STATE_STOPPED, __ATOMIC_RELEASE);
+	/* Whoever still waits for a command hears that it never runs. */
+	rx_cmdq_close(&l->cmdq);
 	return ret;
 }

@@ -278,6 +278,7 @@ enum remolo_web_ws_event remolo_web_ws_next(struct remolo_web_ws_reader *r, uint
 
 enum remolo_web_message_kind remolo_web_message_kind(const uint8_t *m, size_t len) {
     if (len >= 2 && m[0] == REMOLO_WEB_TAG_STREAM) return REMOLO_WEB_MESSAGE_STREAM;
-    if (len == 1 + REMOLO_WEB_DATAGRAM_LEN && m[0] == REMOLO_WEB_TAG_DATAGRAM) return REMOLO_WEB_MESSAGE_DATAGRAM;
+    if ((len == 1 + REMOLO_WEB_DATAGRAM_LEN || len == 1 + REMOLO_WEB_TOTALS_DATAGRAM_LEN) && m[0] == REMOLO_WEB_TAG_DATAGRAM)
+        return REMOLO_WEB_MESSAGE_DATAGRAM;
     return REMOLO_WEB_MESSAGE_BAD;
 }

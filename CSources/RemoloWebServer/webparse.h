@@ -14,6 +14,7 @@ enum {
     REMOLO_WEB_MAX_METHOD = 15,       // longer is no method served here: 405
     REMOLO_WEB_MAX_TARGET = 511,      // a request target (path and query): 414 when longer
     REMOLO_WEB_DATAGRAM_LEN = 49,     // one sealed pointer datagram (remolo_wire.h WIRE_DATAGRAM_LEN)
+    REMOLO_WEB_TOTALS_DATAGRAM_LEN = 65, // the redundant layout (WIRE_TOTALS_DATAGRAM_LEN), feature bit 1
     REMOLO_WEB_WS_KEY_LEN = 24,       // Sec-WebSocket-Key: 16 bytes in base64
     REMOLO_WEB_WS_MAX_CONTROL = 125,  // a control frame's payload (RFC 6455 section 5.5)
     REMOLO_WEB_WS_MAX_HEADER = 14,    // 2 + 8 length bytes + 4 mask bytes
@@ -77,7 +78,7 @@ enum remolo_web_ws_event remolo_web_ws_next(struct remolo_web_ws_reader *r, uint
 enum remolo_web_message_kind {
     REMOLO_WEB_MESSAGE_BAD = -1,      // close 1008
     REMOLO_WEB_MESSAGE_STREAM = 0,    // tag 0x00 and at least one byte for the control port
-    REMOLO_WEB_MESSAGE_DATAGRAM = 1,  // tag 0x01 and exactly one datagram
+    REMOLO_WEB_MESSAGE_DATAGRAM = 1,  // tag 0x01 and exactly one datagram (49 or 65 bytes)
 };
 
 enum remolo_web_message_kind remolo_web_message_kind(const uint8_t *m, size_t len);

@@ -267,7 +267,7 @@ static int ws_message(struct conn *c, int tcp, int udp, const uint8_t *m, size_t
         atomic_fetch_add(&c->web->st.ws_datagrams, 1);
         // One message, one datagram: the receiver's io_uring loop opens it
         // like any other (and counts it by drop reason if it is not sound).
-        send(udp, m + 1, REMOLO_WEB_DATAGRAM_LEN, MSG_NOSIGNAL | MSG_DONTWAIT);
+        send(udp, m + 1, len - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
         return 0;
     default:
         return -1;
@@ -311,7 +311,7 @@ static void websocket_session(struct conn *c, const char *key) {
             if (ev == REMOLO_WEB_WS_PING) ws_send(c, 0xA, f.payload, f.payload_len, NULL, 0);
             if (ev == REMOLO_WEB_WS_MESSAGE) {
                 int r = ws_message(c, tcp, udp, reader.msg, reader.msg_len);
-                if (r == -1) { ws_close(c, 1008, "not a Remolo stream chunk or 49-byte datagram"); goto protocol; }
+                if (r == -1) { ws_close(c, 1008, "not a Remolo stream chunk or 49- or 65-byte datagram"); goto protocol; }
                 if (r == -2) { ws_close(c, 1011, "the receiver closed the session"); goto out; }
             }
             memmove(c->in, c->in + f.used, c->in_len - f.used);
@@ -476,6 +476,15 @@ struct remolo_web *remolo_web_start(const struct remolo_web_config *cfg, char *e
     // TLS 1.2 or 1.3 (RFC 8446); every browser with WebCrypto X25519 has 1.3.
     SSL_CTX_set_min_proto_version(w->ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(w->ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    // TLS 1.2 with AEAD suites only (no CBC, whose MAC-then-encrypt is the
+    // root of Lucky Thirteen and its kind), forward secret, for the page's
+    // P-256 key: Mozilla's "intermediate" list, ECDSA part. TLS 1.3's
+    // suites are all AEAD and stay OpenSSL's defaults.
+    if (SSL_CTX_set_cipher_list(w->ctx, "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+                                        "ECDHE-ECDSA-CHACHA20-POLY1305") != 1) {
+        set_err(err, err_len, "TLS setup failed: this OpenSSL offers none of the TLS 1.2 AEAD suites");
+        goto fail;
+    }
     SSL_CTX_set_mode(w->ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     if (SSL_CTX_use_certificate_chain_file(w->ctx, cfg->cert_path) != 1) {
         set_err(err, err_len, file_err("cannot load the web certificate", cfg->cert_path, msg, sizeof msg));

@@ -2,6 +2,7 @@
 /// `startUs + round(i * 1e6 / rateHz)`. Times are computed from the index,
 /// never by adding a rounded period, so 120 frames are exactly one second
 /// and 12 frames at 120 Hz exactly 100 ms, however long the session runs.
+import RemoloTypes
 public struct FrameClock: Equatable, Sendable {
     public static let defaultRateHz = 120
     /// 60 Hz is the slowest display; 1000 Hz the fastest mouse report rate

@@ -1,4 +1,5 @@
 /// The sender's settings.
+import RemoloTypes
 public struct InputConfig: Equatable, Sendable {
     /// Pixels per point at low speed (the curve's `pointerSpeed`).
     public var pointerSpeed: Double = 1

@@ -1,4 +1,5 @@
 /// A touch surface's size, and how its device units map to millimetres.
+import RemoloTypes
 public struct TouchpadRecognizer: Sendable {
     public let config: TouchpadConfig
 

@@ -1,5 +1,6 @@
 // What the touchpad recognizer (Touchpad.swift) takes and gives: the pad's
 // geometry and thresholds, contact samples in, gesture events out.
+import RemoloTypes
 
 public struct TouchpadGeometry: Equatable, Sendable {
     public var widthMm: Double

@@ -1,5 +1,5 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 
 /// The display the lab samples the cursor on: when it refreshes.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloTrace
 
 extension Trace {

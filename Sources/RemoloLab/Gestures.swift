@@ -1,6 +1,8 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloInput
 import RemoloTrace
+import RemoloTypes
 
 /// The sender of the lab: a phone running the design note's trackpad. Finger
 /// motion is sampled once per display frame (120 Hz by default, 60-240),
@@ -26,7 +28,7 @@ public struct GestureScript: Sendable {
     /// Each gesture's name and start, for labelling plots.
     public var marks: [(GestureKind, UInt64)] = []
 
-    public static let heartbeatUs: UInt64 = Sender.heartbeatUs
+    public static let heartbeatUs: UInt64 = Framer.heartbeatIntervalUs
 
     /// A script of about `durationS` seconds: every gesture kind in a seeded
     /// order, separated by pauses with heartbeats, with two stretches away

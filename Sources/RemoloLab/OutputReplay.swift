@@ -1,5 +1,5 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloTrace
 
 /// One frame the receiver wrote to its pointer (or the lab predicts it

@@ -1,7 +1,7 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloTrace
-internal import RemoloCore
+internal import RemoloPlayoutCore
 
 /// A playout policy of the lab. Every policy but the oracle runs through the
 /// real core (`Playout`), configured:
@@ -15,6 +15,10 @@ internal import RemoloCore
 ///   stretching), so that against the default only the delay differs.
 /// - `seed`: the design note's policy exactly (`PlayoutConfig.seed`).
 /// - `default`: what the receiver runs (`PlayoutConfig.default`).
+/// - `chooser`: the default with its delay chosen by replaying the recent
+///   past at candidate delays (`stall_weight` 30, up to 100 ms;
+///   docs/playout.md, "How the delay is chosen") instead of the window's
+///   quantile. Not the default yet: see docs/smoothness.md.
 /// - `oracle:RATE`: the field notes' oracle, computed in Swift from every
 ///   arrival (see `Oracle`); `oracle` is rate 0.1.
 /// - `seed+field=value+...` / `default+...`: a variant for tuning, with the
@@ -24,11 +28,12 @@ public enum Policy: Sendable, Equatable {
     case fixed(ms: Int)
     case seed
     case `default`
+    case chooser
     case oracle(rate: Double)
     case custom(name: String, config: PlayoutConfig)
 
     public static let all: [Policy] = [.arrival, .fixed(ms: 8), .fixed(ms: 12), .fixed(ms: 20), .fixed(ms: 40),
-                                       .seed, .default, .oracle(rate: 0), .oracle(rate: 0.1)]
+                                       .seed, .default, .chooser, .oracle(rate: 0), .oracle(rate: 0.1)]
 
     public var name: String {
         switch self {
@@ -36,6 +41,7 @@ public enum Policy: Sendable, Equatable {
         case .fixed(let ms): return "fixed:\(ms)"
         case .seed: return "seed"
         case .default: return "default"
+        case .chooser: return "chooser"
         case .oracle(let r): return r == 0 ? "oracle:0" : "oracle:\(r)"
         case .custom(let n, _): return n
         }
@@ -56,9 +62,18 @@ public enum Policy: Sendable, Equatable {
         case .fixed(let ms): return Self.pinned(.default, delayUs: UInt32(ms * 1000))
         case .seed: return .seed
         case .default: return .default
+        case .chooser: return Self.chooserConfig
         case .oracle: return nil
         case .custom(_, let c): return c
         }
+    }
+
+    /// The default with the delay chooser instead of the window's quantile.
+    public static var chooserConfig: PlayoutConfig {
+        var c = PlayoutConfig.default
+        c.stallWeight = UInt32(REMOLO_STALL_WEIGHT)
+        c.delayMaxUs = UInt32(REMOLO_CHOOSER_DELAY_MAX_US)
+        return c
     }
 
     /// `base` with its delay pinned: min = max = start.
@@ -74,7 +89,7 @@ public enum Policy: Sendable, Equatable {
     public var fixedMs: Int? { if case .fixed(let ms) = self { return ms } else { return nil } }
 
     public static var names: String {
-        "arrival, fixed:MS, seed, default, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+..."
+        "arrival, fixed:MS, seed, default, chooser, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+..."
     }
 
     /// Parses one policy name; throws a message naming the valid ones.
@@ -83,14 +98,15 @@ public enum Policy: Sendable, Equatable {
         case "arrival": return .arrival
         case "seed": return .seed
         case "default": return .default
+        case "chooser": return .chooser
         case "oracle": return .oracle(rate: 0.1)
         default: break
         }
         if s.hasPrefix("fixed:"), let ms = Int(s.dropFirst(6)), (0...1000).contains(ms) { return .fixed(ms: ms) }
         if s.hasPrefix("oracle:"), let r = Double(s.dropFirst(7)), r >= 0, r < 1 { return .oracle(rate: r) }
         let parts = s.split(separator: "+").map(String.init)
-        if parts.count >= 2, parts[0] == "seed" || parts[0] == "default" {
-            var c: PlayoutConfig = parts[0] == "seed" ? .seed : .default
+        if parts.count >= 2, parts[0] == "seed" || parts[0] == "default" || parts[0] == "chooser" {
+            var c: PlayoutConfig = parts[0] == "seed" ? .seed : parts[0] == "default" ? .default : Self.chooserConfig
             for p in parts.dropFirst() {
                 let kv = p.split(separator: "=", maxSplits: 1).map(String.init)
                 guard kv.count == 2, let v = Int64(kv[1]) else {

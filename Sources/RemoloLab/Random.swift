@@ -1,5 +1,6 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloInput
 import RemoloTrace
 
 /// The lab's random numbers: xoshiro256** seeded through SplitMix64, so a

@@ -1,7 +1,7 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloTrace
-internal import RemoloCore
+internal import RemoloPlayoutCore
 
 /// The ideal path P: through the positions the sender sent (motion the
 /// receiver cannot have left out), on the receiver's clock (at r(s_i)). A packet's motion

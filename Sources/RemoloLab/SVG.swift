@@ -1,5 +1,5 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloTrace
 
 /// Plots of one trace (a scenario and seed, or a recorded trace) as a

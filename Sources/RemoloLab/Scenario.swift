@@ -1,5 +1,6 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloInput
 import RemoloTrace
 
 /// Wi-Fi delivery of the sender's datagrams, per scenario of the field notes

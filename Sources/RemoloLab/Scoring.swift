@@ -1,5 +1,5 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloTrace
 
 /// A position with every axis the receiver moves: pointer x, y (pixels) and

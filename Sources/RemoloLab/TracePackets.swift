@@ -1,4 +1,4 @@
-import Remolo
+import RemoloPlayout
 import RemoloTrace
 
 extension TraceRecord {

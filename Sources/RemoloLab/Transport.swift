@@ -1,5 +1,5 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloTrace
 
 /// How the sender's datagrams travel: as UDP datagrams (what `remolo send`

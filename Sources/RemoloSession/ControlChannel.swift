@@ -117,6 +117,9 @@ public final class ControlChannel {
     public private(set) var isClosed = false
     /// When the last frame from the peer arrived (monotonic seconds).
     public private(set) var lastHeard: Double
+    /// Messages taken from the peer so far, pings and pongs included: the
+    /// key-confirmation ping is message 1.
+    public private(set) var messagesReceived = 0
     /// What to send after each pong `receive` answers (the receiver's receipt).
     public var afterPong: (() -> ControlMessage?)?
 
@@ -178,6 +181,7 @@ public final class ControlChannel {
                     continue
                 }
                 let m = pending.removeFirst()
+                messagesReceived += 1
                 switch m {
                 case .ping(let t): try send(.pong(t))
                 case .bye(let r): close(); throw .peerSaidBye(r)
@@ -215,13 +219,21 @@ public final class ControlChannel {
             do { pending = try opener.feed(bytes) } catch { throw .frame(error) }
             lastHeard = monotonicSeconds()
         }
+        messagesReceived += 1
         return pending.removeFirst()
     }
 
-    /// Says bye (best effort) and closes.
+    /// The session starts now (the receiver's key-confirmation pong went
+    /// out): the idle deadline counts from here, never from before.
+    func renewDeadline() { lastHeard = max(lastHeard, monotonicSeconds()) }
+
+    /// Says bye (best effort) and closes, so that the bye is not lost to a
+    /// reset (`TCPConnection.closeAfterWriting`).
     public func close(saying reason: ByeReason) {
-        if !isClosed { try? send(.bye(reason), timeout: 0.5) }
-        close()
+        guard !isClosed else { return }
+        do { try send(.bye(reason), timeout: 0.5) } catch { return }   // send closed it
+        isClosed = true
+        connection.closeAfterWriting()
     }
 
     public func close() {

@@ -224,11 +224,18 @@ public enum ControlMessage: Equatable, Sendable {
     case text(TextInput)
     /// Receiver -> sender: a key or text not (wholly) played, and why.
     case refused(KeyRefused)
+    /// The data channel (ControlDataChannel.swift), after the receiver's
+    /// hello granted it: the page's offer, the receiver's answer, and which
+    /// path the page's datagrams take.
+    case channelOffer(ChannelOffer)
+    case channelAnswer(ChannelAnswer)
+    case channelPath(ChannelPath)
 
     public enum Kind: UInt8, Sendable, CaseIterable {
         case settings = 0x01, button = 0x02, motion = 0x03, scroll = 0x04, ping = 0x05, pong = 0x06, bye = 0x07
         case receipt = 0x08
         case hello = 0x09, key = 0x0A, text = 0x0B, refused = 0x0C
+        case channelOffer = 0x0D, channelAnswer = 0x0E, channelPath = 0x0F
 
         /// Plaintext lengths including the type byte: one for every type
         /// but text, whose UTF-8 may fill the rest of a frame (a receiver
@@ -244,6 +251,9 @@ public enum ControlMessage: Equatable, Sendable {
             case .key: return 16...16
             case .text: return (ControlMessage.textHeaderLength + 1)...ControlFrame.maxPlaintextLength
             case .refused: return 8...8
+            case .channelOffer: return ControlMessage.channelOfferLengths
+            case .channelAnswer: return ControlMessage.channelAnswerLengths
+            case .channelPath: return 3...3
             }
         }
     }
@@ -262,6 +272,9 @@ public enum ControlMessage: Equatable, Sendable {
         case .key: return .key
         case .text: return .text
         case .refused: return .refused
+        case .channelOffer: return .channelOffer
+        case .channelAnswer: return .channelAnswer
+        case .channelPath: return .channelPath
         }
     }
 
@@ -288,6 +301,8 @@ public enum ControlMessage: Equatable, Sendable {
             b.append(r.rawValue)
         case .hello, .key, .text, .refused:
             Self.encodeExtension(self, into: &b)
+        case .channelOffer, .channelAnswer, .channelPath:
+            Self.encodeChannel(self, into: &b)
         }
         return b
     }
@@ -336,6 +351,8 @@ public enum ControlMessage: Equatable, Sendable {
             return .bye(reason)
         case .hello, .key, .text, .refused:
             return try decodeExtension(kind, &r)
+        case .channelOffer, .channelAnswer, .channelPath:
+            return try decodeChannel(kind, &r)
         }
     }
 }

@@ -19,9 +19,13 @@ public struct ControlFeatures: OptionSet, Sendable, Hashable {
     /// 65-byte layout, remolo_wire.h), and the receiver plays the motion of
     /// lost ones from them.
     public static let redundancy = ControlFeatures(rawValue: 1 << 1)
+    /// Pointer datagrams may ride a WebRTC data channel the sender signals
+    /// in this session (channel offer, answer and path; ControlDataChannel.swift).
+    /// Granted only by a receiver whose data-channel endpoint is running.
+    public static let dataChannel = ControlFeatures(rawValue: 1 << 2)
 
     /// Everything this build speaks.
-    public static let all: ControlFeatures = [.keyboard, .redundancy]
+    public static let all: ControlFeatures = [.keyboard, .redundancy, .dataChannel]
 }
 
 /// Whether the receiver takes keys from this sender (the receiver's hello).

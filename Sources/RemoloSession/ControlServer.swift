@@ -125,6 +125,10 @@ public final class ControlServer: Sendable {
             channel.close()
             throw error
         }
+        // The ping renewed the idle deadline on arrival; the sender learns
+        // the session is live only from the pong, so the 30 s count from
+        // here (however long registering the session took).
+        channel.renewDeadline()
         return channel
     }
 }

@@ -55,6 +55,26 @@ public final class TCPConnection: @unchecked Sendable {
         }
     }
 
+    /// Closes after a last message: sends end-of-file behind what was
+    /// written, drops whatever the peer sent that nobody read, then closes.
+    /// A plain close with unread bytes resets the connection (RFC 1122
+    /// 4.2.2.13), and a reset discards what the kernel has not sent yet:
+    /// the last message (a bye) could be lost.
+    public func closeAfterWriting() {
+        closed.withLock { c in
+            guard !c else { return }
+            _ = shutdown(fd, Int32(SHUT_WR))
+            var buf = [UInt8](repeating: 0, count: 4096)
+            // Non-blocking: what has arrived, at most a few frames' worth.
+            for _ in 0..<64 {
+                let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if n <= 0 { break }
+            }
+            c = true
+            Glibc.close(fd)
+        }
+    }
+
     /// Ends the reading side (any thread): a read blocked on this
     /// connection returns end-of-file; writing still works.
     public func shutdownReading() {

@@ -1,5 +1,6 @@
 internal import Glibc
 import Foundation
+import RemoloTypes
 
 /// The arrivals trace: what a sender sent and when each datagram reached the
 /// receiver. Written by `remolo simulate --write-trace` and by
@@ -26,29 +27,6 @@ import Foundation
 /// that a replay scores exactly as the run that wrote it; a recorded trace
 /// has none, and the clock map is estimated from the lower envelope of the
 /// transit times (`TraceClock.estimate`).
-/// What a pointer packet carries: the one kind enum of the datagram, the
-/// playout and the trace. Raw values are the wire's kind byte (the C
-/// `enum playout_kind`, checked by WireTests); `traceName` is the word a
-/// trace file writes.
-public enum PacketKind: UInt8, Sendable, CaseIterable {
-    case motion = 1, scroll = 2, button = 3, heartbeat = 4
-
-    /// The trace file's word for the kind (the traces' column 3).
-    public var traceName: String {
-        switch self {
-        case .motion: "move"
-        case .scroll: "scroll"
-        case .button: "button"
-        case .heartbeat: "heartbeat"
-        }
-    }
-
-    public init?(traceName: some StringProtocol) {
-        guard let k = Self.allCases.first(where: { $0.traceName == traceName }) else { return nil }
-        self = k
-    }
-}
-
 public struct TraceRecord: Sendable, Equatable {
     public var sendUs: UInt64
     public var arriveUs: UInt64?
@@ -211,7 +189,7 @@ public struct Trace: Sendable, Equatable {
     /// Everything before the first row: the leading comments and the header
     /// line (shared by `csv()` and `TraceWriter`).
     public static func headerText(notes: [String], clock: TraceClock?, frameUs: Double?) -> String {
-        var out = "# remolo arrivals trace: send_us,arrive_us,kind,dx,dy (see Sources/Remolo/Lab/Trace.swift)\n"
+        var out = "# remolo arrivals trace: send_us,arrive_us,kind,dx,dy (see Sources/RemoloTrace/Trace.swift)\n"
         for n in notes { out += "# \(n)\n" }
         if let c = clock {
             out += "# truth dmin_us=\(c.dminUs)\n"

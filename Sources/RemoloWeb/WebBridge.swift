@@ -233,7 +233,7 @@ public final class WebBridge: @unchecked Sendable {
         return nil
     }
 
-    static let contentTypes = [
+    public static let contentTypes = [
         "html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",
         "webmanifest": "application/manifest+json", "svg": "image/svg+xml", "png": "image/png",
     ]
@@ -241,7 +241,7 @@ public final class WebBridge: @unchecked Sendable {
     /// Where an installed binary's page is: share/remolo/page beside the
     /// binary's directory (/usr/bin/remolo: /usr/share/remolo/page, where a
     /// Debian package puts architecture-independent files, FHS 4.11).
-    static let installedPage = "share/remolo/page"
+    public static let installedPage = "share/remolo/page"
 
     /// The page's directory: $REMOLO_WEB_ROOT (for trying page edits without
     /// a rebuild), else `installedPage` beside the running binary's
@@ -249,7 +249,7 @@ public final class WebBridge: @unchecked Sendable {
     /// (Remolo_RemoloWeb.resources/page). Looked up by hand rather than
     /// through Bundle.module, which ends the process when its bundle is
     /// missing instead of letting the error say where the files belong.
-    static func pageDirectory() throws -> URL {
+    public static func pageDirectory() throws -> URL {
         if let env = ProcessInfo.processInfo.environment["REMOLO_WEB_ROOT"] {
             return URL(fileURLWithPath: env)
         }

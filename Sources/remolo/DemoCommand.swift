@@ -1,12 +1,13 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloLab
 import RemoloTrace
 
-// remolo demo: the product on one machine, scored (Sources/Remolo/Lab/Demo.swift).
+// remolo demo: the product on one machine, scored (Sources/remolo/Demo.swift).
 
 let demoUsage = """
-usage: remolo demo [--scenario S1..S7] [--seconds N] [--seed N] [--svg FILE|none] [--no-uinput]
+usage: remolo demo [--scenario S1..S7] [--seconds N] [--seed N]
+                   [--svg FILE|none] [--no-uinput]
 
 A real receiver and a synthetic sender on this machine: real pairing, sealed
 datagrams over loopback UDP through a relay that delays, clumps and loses

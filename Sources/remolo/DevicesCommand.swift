@@ -1,5 +1,6 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloSender
 
 // remolo devices: the input devices `remolo send --device` can read, and
 // why each of the others cannot be used.

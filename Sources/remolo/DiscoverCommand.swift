@@ -1,7 +1,7 @@
 import Foundation
 import RemoloSession
 import RemoloSystem
-import Remolo
+import RemoloPlayout
 import RemoloDiscovery
 
 // remolo discover: the receivers announced on the LAN (DNS-SD through the

@@ -1,7 +1,7 @@
 import Foundation
 import RemoloSession
 import RemoloSystem
-import Remolo
+import RemoloPlayout
 
 // remolo identity: this host's long-term key, created on first use.
 

@@ -1,22 +1,27 @@
 import Foundation
 import RemoloSession
-import Remolo
+import RemoloPlayout
+import RemoloService
+import RemoloWeb
 
 // remolo install / uninstall: the receiver as a systemd service. The text of
 // the files comes from ServiceFiles; this file decides where they go, checks
 // that nothing foreign is overwritten or removed, and says what it did.
 
 let installUsage = """
-usage: remolo install [--system | --user] [--print] [--rt PRIORITY] [--bin PATH] [--root DIR]
+usage: remolo install [--system | --user] [--print] [--rt PRIORITY] [--bin PATH]
+                      [--root DIR]
        remolo install --package --root DIR [--bin PATH]
 
 Writes the receiver's systemd unit, the udev rule for /dev/uinput
 (\(ServiceFiles.udevRulePath)) and a modules-load.d entry for uinput
-(\(ServiceFiles.modulesLoadPath)), and this manual page and the bash
+(\(ServiceFiles.modulesLoadPath)), this manual page and the bash
 completion (\(ServiceFiles.manPagePath),
 \(ServiceFiles.completionPath); --user: under
-~/.local/share). Safe to repeat; a file that remolo did not write is never
-overwritten.
+~/.local/share), and the phone page's files where the unit's binary finds
+them (share/remolo/page beside its directory: /usr/local/share/remolo/page
+for /usr/local/bin/remolo). Safe to repeat; a file that remolo did not
+write is never overwritten.
 
   --system    (default) \(ServiceFiles.systemUnitPath), run as a dynamic user
               with its identity in /var/lib/remolo; needs root
@@ -33,15 +38,17 @@ overwritten.
               \(ServiceFiles.packageModulesLoadPath), /usr/share/man,
               /usr/share/bash-completion), under --root: packaging/deb/build
 
-Options of the receiver go in $REMOLO_CONFIG_DIR/config (docs/service.md).
+Options of the receiver go in $REMOLO_CONFIG_DIR/config (CONFIGURATION FILE in
+man remolo); with `web = 8443` there the service serves the phone page.
 """
 
 let uninstallUsage = """
 usage: remolo uninstall [--system | --user] [--root DIR]
 
-Removes what `remolo install` wrote (and the link `systemctl enable` made to
-it), and says what it removed. Files remolo did not write are left alone,
-and so are a package's (the package manager removes those).
+Removes what `remolo install` wrote (the link `systemctl enable` made to the
+unit too, and the phone page's files), and says what it removed. Files
+remolo did not write are left alone, and so are a package's (the package
+manager removes those).
 The identity and paired senders in the config directory are kept.
 """
 
@@ -144,6 +151,147 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
     return s
 }
 
+/// The phone page's files as `remolo install` copies them: from where this
+/// binary finds them (WebBridge.pageDirectory) to share/remolo/page beside
+/// the unit's binary's directory, where that binary looks first. The page
+/// has images, which cannot carry the marker line, so a manifest beside
+/// them does: its first line is the marker, then one file name a line.
+struct PageInstall {
+    static let manifestName = ".remolo-install"
+
+    /// Where the binary at `binary` looks for its page.
+    static func destination(binary: String) -> String {
+        let bin = (binary as NSString).deletingLastPathComponent
+        return ((bin as NSString).deletingLastPathComponent as NSString).appendingPathComponent(WebBridge.installedPage)
+    }
+
+    /// The page's file names in `dir` (the types the bridge serves).
+    static func names(in dir: String) -> [String] {
+        let all = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        return all.filter { WebBridge.contentTypes[($0 as NSString).pathExtension] != nil }.sorted()
+    }
+
+    /// The manifest's file names when `dir` holds one remolo wrote, else nil.
+    static func manifest(in dir: String) -> [String]? {
+        guard let text = read(dir + "/" + manifestName), ServiceFiles.isOurs(text) else { return nil }
+        return text.split(separator: "\n").dropFirst().map(String.init).filter { !$0.isEmpty && !$0.contains("/") }
+    }
+
+    static func read(_ path: String) -> String? {
+        guard let h = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? h.close() }
+        return String(decoding: h.readDataToEndOfFile(), as: UTF8.self)
+    }
+}
+
+/// Copies the page for `binary` under `root`; says what it did. A missing
+/// source is not fatal: the rest of the install stands, and the line says
+/// how to get the page.
+private func installPage(binary: String, root: String, printOnly: Bool) {
+    let dest = PageInstall.destination(binary: binary)
+    let target = root + dest
+    let source: String
+    do { source = try WebBridge.pageDirectory().path } catch {
+        if exists(target + "/index.html") {
+            say("unchanged \(target) (the phone page; this binary has no page of its own to copy)")
+        } else {
+            say("note: not installed: the phone page (\(target)): this binary finds no page to copy (\(error)); "
+                + "run install with the built binary, `sudo .build/release/remolo install --bin \(binary)`, "
+                + "or copy Sources/RemoloWeb/page there")
+        }
+        return
+    }
+    // Run from the build for itself: its resource bundle beside it is
+    // where it looks already.
+    let bundle = (binary as NSString).deletingLastPathComponent + "/Remolo_RemoloWeb.resources/page"
+    if (source as NSString).standardizingPath == (bundle as NSString).standardizingPath {
+        say("the phone page: \(source), the binary's own resource bundle (nothing to copy)")
+        return
+    }
+    let names = PageInstall.names(in: source)
+    if printOnly {
+        print("### \(target)/ (the phone page: \(names.count) files from \(source))\n")
+        return
+    }
+    if (source as NSString).standardizingPath == (target as NSString).standardizingPath {
+        say("unchanged \(target) (the phone page, where the binary finds it)")
+        return
+    }
+    let known = PageInstall.manifest(in: target)
+    do {
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o755])
+        // Files of an older page that this one no longer has.
+        for old in (known ?? []) where !names.contains(old) { unlink(target + "/" + old) }
+        var changed = 0
+        for n in names {
+            let data = try Data(contentsOf: URL(fileURLWithPath: source + "/" + n))
+            if let now = FileManager.default.contents(atPath: target + "/" + n), now == data { continue }
+            let tmp = target + "/.remolo-install-\(getpid())"
+            guard FileManager.default.createFile(atPath: tmp, contents: data, attributes: [.posixPermissions: 0o644]),
+                  rename(tmp, target + "/" + n) == 0 else {
+                throw CLIFailure("cannot write \(target)/\(n): \(String(cString: strerror(errno)))")
+            }
+            changed += 1
+        }
+        let manifest = ServiceFiles.marker + "\n" + names.joined(separator: "\n") + "\n"
+        if PageInstall.read(target + "/" + PageInstall.manifestName) != manifest {
+            try writeFile(target + "/" + PageInstall.manifestName, manifest)
+        }
+        say(changed == 0 && known != nil ? "unchanged \(target) (the phone page)"
+            : "\(known == nil ? "wrote" : "updated") \(target) (the phone page, \(names.count) files)")
+    } catch {
+        if root.isEmpty && geteuid() != 0 {
+            // --user with a binary in a system directory: the rest stands.
+            say("not written (it needs root): \(target), the phone page: \(error); run `sudo \(binary) install --user` "
+                + "or put the binary under ~/.local/bin")
+            return
+        }
+        fail("\(error)", code: 1)
+    }
+}
+
+/// Why the page cannot be copied for `binary`: its directory holds page
+/// files that remolo did not write (checked before anything is written).
+private func pageRefusal(binary: String, root: String) -> String? {
+    let target = root + PageInstall.destination(binary: binary)
+    guard let source = try? WebBridge.pageDirectory().path,
+          (source as NSString).standardizingPath != (target as NSString).standardizingPath,
+          PageInstall.manifest(in: target) == nil, !PageInstall.names(in: target).isEmpty else { return nil }
+    return "\(target) holds page files remolo install did not write (no \(PageInstall.manifestName) there); "
+        + "move them away (or remove them) and run this again"
+}
+
+/// Removes the page `remolo install` copied for `binary`: the files its
+/// manifest names, the manifest, and the directories it leaves empty.
+private func uninstallPage(binary: String, root: String) -> Bool {
+    let target = root + PageInstall.destination(binary: binary)
+    guard let names = PageInstall.manifest(in: target) else { return false }
+    for n in names { unlink(target + "/" + n) }
+    unlink(target + "/" + PageInstall.manifestName)
+    rmdir(target)
+    rmdir((target as NSString).deletingLastPathComponent)   // share/remolo, when empty
+    say("removed \(target) (the phone page)")
+    return true
+}
+
+private func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
+/// The binary an installed unit starts (its ExecStart='s first word).
+private func unitBinary(_ unitPath: String) -> String? {
+    guard let text = PageInstall.read(unitPath) else { return nil }
+    for line in text.split(separator: "\n") where line.hasPrefix("ExecStart=") {
+        var rest = line.dropFirst("ExecStart=".count)
+        if rest.hasPrefix("\"") {
+            rest = rest.dropFirst()
+            guard let end = rest.firstIndex(of: "\"") else { return nil }
+            return String(rest[..<end]).replacingOccurrences(of: "\\\\", with: "\\").replacingOccurrences(of: "%%", with: "%")
+        }
+        return rest.split(separator: " ").first.map { String($0).replacingOccurrences(of: "%%", with: "%").replacingOccurrences(of: "$$", with: "$") }
+    }
+    return nil
+}
+
 @Sendable func installCommand(_ args: [String]) {
     let r = parseInstall(args, usage: installUsage, installing: true)
     guard let binary = r.binary ?? runningBinary() else {
@@ -167,6 +315,8 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
 
     if r.print {
         for f in files { print("### \(r.root + f.path)\n\(f.contents)") }
+        // A package ships the page itself (packaging/deb/build).
+        if r.layout == .local { installPage(binary: binary, root: r.root, printOnly: true) }
         return
     }
     // With --root nothing outside DIR is touched, so no privilege is needed.
@@ -185,6 +335,7 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
             refused.append("\(r.root + f.path) \(why); move it away (or remove it) and run this again")
         }
     }
+    if r.layout == .local, let why = pageRefusal(binary: binary, root: r.root) { refused.append(why) }
     if !refused.isEmpty { fail("nothing was written:\n  " + refused.joined(separator: "\n  "), code: 1) }
 
     for f in toWrite {
@@ -197,12 +348,21 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
         do { try writeFile(path, f.contents) } catch { fail("\(error)", code: 1) }
         if case .ours = before { say("updated \(path) (\(f.role))") } else { say("wrote \(path) (\(f.role))") }
     }
+    if r.layout == .local && (privileged || r.scope == .user) {
+        installPage(binary: binary, root: r.root, printOnly: false)
+    }
     if !forRoot.isEmpty {
         say("not written (they need root): " + forRoot.map(\.path).joined(separator: ", "))
         say(rootInstructions(forRoot))
     }
     // A package's maintainer scripts take it from here (packaging/deb).
     if r.layout == .package { return }
+    // The unit and the udev rule name the group; udev makes it, so a box
+    // without udev lacks it and the unit would not start (216/GROUP).
+    if r.scope == .system && r.root.isEmpty && getgrnam(ServiceFiles.uinputGroup) == nil {
+        say("note: group \(ServiceFiles.uinputGroup) does not exist here (udev makes it); the unit joins it: "
+            + "`sudo groupadd --system \(ServiceFiles.uinputGroup)`")
+    }
     let ctl = r.scope == .system ? "systemctl" : "systemctl --user"
     let sudo = r.scope == .system ? "sudo " : ""
     var next = "next: \(sudo)\(ctl) daemon-reload && \(sudo)\(ctl) enable --now remolo"
@@ -212,7 +372,7 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
     }
     say(next)
     let config = r.scope == .system ? ConfigDirectory.serviceDefault : ConfigDirectory.forUser().path
-    say("options: \(config)/\(ReceiveConfig.fileName) (the keys of `remolo receive`, docs/service.md)")
+    say("options: \(config)/\(ReceiveConfig.fileName) (the keys of `remolo receive`: CONFIGURATION FILE in man remolo; `web = 8443` serves the phone page)")
 }
 
 @Sendable func uninstallCommand(_ args: [String]) {
@@ -240,6 +400,12 @@ private func rootInstructions(_ files: [ServiceFile]) -> String {
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: link),
               target == unitPath || target == r.root + unitPath else { continue }
         if unlink(link) == 0 { say("removed \(link) (the link systemctl enable made)"); removed += 1 }
+    }
+    // The page went beside the binary the unit starts: read it before the
+    // unit goes.
+    if let binary = unitBinary(r.root + unitPath) ?? runningBinary(), privileged || r.scope == .user,
+       uninstallPage(binary: binary, root: r.root) {
+        removed += 1
     }
     for f in files {
         let path = r.root + f.path

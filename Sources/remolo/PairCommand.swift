@@ -1,12 +1,15 @@
 import Foundation
+import RemoloService
 import RemoloSession
 import RemoloSystem
-import Remolo
+import RemoloPlayout
+import RemoloWeb
 
 // remolo pair: the receiver issues a pairing code and waits for one sender.
 
 let pairUsage = """
-usage: remolo pair [--listen ADDR:PORT] [--timeout SECONDS] [--keyboard allow|deny]
+usage: remolo pair [--listen ADDR:PORT] [--timeout SECONDS]
+                   [--keyboard allow|deny]
 
 Issues a one-time pairing code, prints it, and waits for one sender to pair
 with it (on the sender: remolo send --to THIS-HOST:PORT --pair CODE ...).
@@ -43,9 +46,18 @@ Pairing also works on a running receiver: remolo receive --pair.
     let listener: TCPListener
     do {
         trust = try ReceiverTrust(identity: identity, directory: dir)
+    } catch {
+        fail("\(error)", code: 1)
+    }
+    do {
         listener = try TCPListener(host: host, port: port)
     } catch {
-        fail("\(error)")
+        // Not a mistake in the command line (status 2): the port is taken,
+        // most often by a receiver that can issue the code itself.
+        fail("\(error). If it is a receiver (the service, or remolo receive), pair through it: for the service, "
+             + "`pair = true` in \(ConfigDirectory.serviceDefault)/\(ReceiveConfig.fileName), `sudo systemctl restart remolo`, "
+             + "and the code in `journalctl -u remolo`; else `remolo receive --pair`; or pair here on another "
+             + "port with --listen :PORT", code: 1)
     }
     let outcome: PairingOutcome
     do {
@@ -55,7 +67,7 @@ Pairing also works on a running receiver: remolo receive --pair.
                 say("receiver fingerprint: \(identity.fingerprint)")
                 say("pairing code: \(code.display)")
                 say("(valid 5 minutes, for one sender)")
-                say("on the sender: remolo send --to <this host>:\(listener.port) --pair \(code.display) --seconds 0")
+                say("on the sender: " + senderPairCommand(host: host, port: listener.port, code: code.display))
             },
             onRejected: { e in FileHandle.standardError.write(Data("remolo: refused a connection: \(e)\n".utf8)) })
     } catch {
@@ -71,4 +83,11 @@ Pairing also works on a running receiver: remolo receive --pair.
     case .expired: fail("the code expired (5 minutes); run `remolo pair` again for a new code", code: 1)
     case .gaveUp: fail("no sender paired within \(Int(timeout)) s; run `remolo pair` again for a new code", code: 1)
     }
+}
+
+/// The command a sender pairs with, ready to copy: this host's LAN address
+/// when the receiver listens on every address.
+func senderPairCommand(host: String, port: UInt16, code: String) -> String {
+    let shown = host == "0.0.0.0" || host == "::" ? (WebBridge.lanAddress() ?? "<this host>") : host
+    return "remolo send --to \(formatHostPort(shown, port)) --pair \(code) --seconds 0"
 }

@@ -2,7 +2,12 @@ import Foundation
 import Synchronization
 import RemoloSession
 import RemoloSystem
-import Remolo
+import RemoloPlayout
+import RemoloDevices
+import RemoloKeymap
+import RemoloDesktop
+import RemoloReceiver
+import RemoloService
 import RemoloWeb
 import RemoloDiscovery
 
@@ -17,94 +22,22 @@ let defaultPort: UInt16 = 7420
 /// without IPv6.
 let defaultListenHost = Socket.ipv6Available ? "::" : "0.0.0.0"
 
-let receiveUsage = """
-usage: remolo receive [--listen ADDR:PORT] [--stats SECONDS] [--stats-json] [--pair] [--keyboard allow|deny] [--rt PRIORITY]
-                      [--output uinput|x11|portal|auto] [--name NAME] [--sink FILE] [--seconds N]
-                      [--record-arrivals FILE] [--web [ADDR:]PORT] [--ca] [--no-announce] [--keymap LAYOUT[:VARIANT]]
-                      [--no-keyboard] [--drain-hz auto|HZ] [--no-redundancy]
+// The options, their values and descriptions come from the key table
+// (ReceiveConfig.keys): the config file takes the same keys.
+let receiveUsage = ReceiveConfig.synopsis + "\n\n" + ReceiveConfig.optionItems + """
 
-  --listen    address and port for TCP (handshakes, buttons) and UDP (pointer
-              datagrams) (default [::]:\(defaultPort): IPv6 and IPv4; 0.0.0.0
-              for IPv4 only; a link-local address takes its zone,
-              [fe80::1%wlan0]:\(defaultPort))
-  --stats     print the loop's counters every SECONDS
-  --stats-json  print them as one JSON object per line (drop reasons as in
-              docs/protocol.md: short, long, unknown_session, replay,
-              bad_tag, bad_kind, bad_field)
-  --pair      also issue a pairing code now and print it (with --web: as
-              the page's URL and a QR code for the phone's camera)
-  --keyboard allow|deny
-              whether the sender pairing with --pair's code may type on
-              this machine, not only point (default allow; change it later
-              with remolo peers allow-keyboard / deny-keyboard FINGERPRINT)
-  --web [ADDR:]PORT
-              serve the phone page over HTTPS on this port (e.g. 8443; the
-              address defaults to --listen's): the phone's browser becomes
-              the trackpad, speaking the same sealed protocol through a
-              WebSocket. The self-signed certificate is made on first use
-              (web-cert.pem, web-key.pem in the config directory)
-  --ca        with --web: a certificate issued by this receiver's own
-              certificate authority instead of the self-signed one. The
-              authority is made on first use (web-ca.pem, web-ca-key.pem)
-              and served at /ca.crt (Android) and /remolo.mobileconfig
-              (iPhone): installed once, the phone trusts the page without a
-              warning (docs/certificates.md)
-  --rt        run the drain loop SCHED_FIFO at PRIORITY (1-99; needs CAP_SYS_NICE)
-  --output    where the pointer moves (default auto; docs/desktop.md):
-              uinput  a virtual mouse (/dev/uinput): consoles, login screens,
-                      services, games reading evdev. A desktop's libinput
-                      accelerates it a second time unless its profile is
-                      flat: the receiver says so, and sets it flat where it
-                      can for this device alone (sway, KDE Plasma, X11)
-              x11     XTest on $DISPLAY: not accelerated; falls back to
-                      uinput if the X server goes away
-              portal  the RemoteDesktop portal (a Wayland session: GNOME,
-                      KDE): not accelerated; the desktop asks once to allow it
-              auto    portal on a Wayland session that offers it, x11 on an
-                      X11 session with XTest, else uinput; one line says which
-  --name      the pointer device's name (default "\(PointerDevice.defaultName)")
-  --sink FILE write the pointer's evdev frames (struct input_event, one
-              write per drain tick) to FILE instead of a uinput device:
-              a recording sink for machines without /dev/uinput
-  --seconds   stop after N seconds (default: until SIGINT/SIGTERM)
-  --record-arrivals FILE
-              record every datagram's send and arrival time in the lab's
-              trace format (the first session's only); replay your own
-              network with `remolo simulate --trace FILE`
-  --keymap LAYOUT[:VARIANT]
-              the keyboard layout text from senders is typed in (e.g. us,
-              de, fr:bepo; default: XKBLAYOUT and XKBVARIANT of
-              /etc/default/keyboard, else us)
-  --no-keyboard
-              take no keys or text from any sender (they are told why); no
-              "Remolo keyboard" device is made
-  --no-redundancy
-              grant no sender the redundancy feature: its datagrams stay 49
-              bytes and the motion of a lost one is lost (by default a sender
-              that asks sends the session's running totals in each datagram,
-              65 bytes, and the motion of lost ones is played from the next)
-  --no-announce
-              do not announce this receiver on the LAN (by default it does,
-              as \(RemoloService.type) through avahi-daemon, so that
-              `remolo send` finds it without --to)
-  --drain-hz auto|HZ
-              how often motion is let out to the pointer (default auto): a
-              whole multiple of the display's refresh, so that every frame
-              shows as many steps (576 Hz for 144 Hz, 495 for 165, 720 for
-              360; with several displays the rate that suits all best). auto
-              reads the connected displays' modes from /dev/dri (DRM) and
-              keeps 480 Hz, saying why, when it cannot; HZ sets it, from
-              \(DrainRate.minHz) to \(DrainRate.maxHz) (docs/drain-rate.md)
 
-Senders must be paired first (remolo pair, or --pair here). Needs io_uring, and
-/dev/uinput for the uinput output (modprobe uinput, plus a udev rule for
-non-root users). Options
-may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
-(`listen = :7420`, `stats-json = true`); the command line wins.
+Senders must be paired first (remolo pair, or --pair here). Needs io_uring,
+and /dev/uinput for the uinput output (remolo install sets it up). Every
+option may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per
+line (`web = 8443`, `ca = true`); the command line wins (CONFIGURATION FILE).
 """
 
-@Sendable func receiveCommand(_ args: [String]) {
-    var (host, port) = (defaultListenHost, defaultPort)
+/// What `remolo receive` was asked for: the config file's options, then
+/// the command line's.
+struct ReceiveOptions {
+    var host = defaultListenHost
+    var port = defaultPort
     var announce = true
     var statsEvery: Double?
     var statsJSON = false
@@ -118,78 +51,121 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
     var seconds: Double?
     var recordPath: String?
     var sinkPath: String?
-    var webArg: String?
+    var web: (host: String, port: UInt16)?
     var authority = false
-    var drainArg = "auto"
+    var drain: (rate: DrainRate, line: String) = (.default, "")
     var outputKind = OutputKind.auto
-    // The config file's options first: the command line's come later and win.
+}
+
+/// The receiver's web page, if --web: its server, the data channel beside
+/// it, and the page's address.
+struct ReceiveWeb {
+    var bridge: WebBridge?
+    var channels: DataChannelEndpoint?
+    var pageURL = ""
+}
+
+@Sendable func receiveCommand(_ args: [String]) {
+    let o = parseReceiveOptions(args)
+    let (dir, identity) = loadIdentity()
+    var sigs = blockStopSignals()
+    // After the mask: the recorder's drain thread inherits it too.
+    var recorder: ArrivalRecorder?
+    if let path = o.recordPath {
+        do { recorder = try ArrivalRecorder(path: path) } catch { fail("--record-arrivals: \(error)", code: 1) }
+    }
+    let session = DesktopSession()
+    let stopReason = StopReason()
+    let (output, outputLine) = receiveOutput(o, session: session, stopReason: stopReason, dir: dir)
+    let rx = startReceiver(o, identity: identity, dir: dir, output: output, recorder: recorder)
+    sayStarted(o, rx: rx, identity: identity, session: session, outputLine: outputLine)
+    let web = o.web.map { startWeb($0, o, rx: rx, dir: dir) } ?? ReceiveWeb()
+    if o.pair { offerPairing(o, rx: rx, web: web) }
+    let announcer = o.announce ? startAnnouncing(identity: identity, host: o.host, port: rx.port) : nil
+    runUntilStopped(o, rx: rx, signals: &sigs)
+    announcer?.stop()
+    web.bridge?.stop()
+    rx.stop()
+    if let why = stopReason.value { fail(why, code: 1) }
+    if let b = web.bridge { say("web: \(b.stats.json)") }
+    if let c = web.channels { say("datachannel: \(c.json)") }
+    say(o.statsJSON ? rx.statsJSON : "final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
+    if let r = recorder { say(r.summary) }
+}
+
+/// The options, the config file's first: the command line's come later and win.
+func parseReceiveOptions(_ args: [String]) -> ReceiveOptions {
+    var r = ReceiveOptions()
+    var webArg: String?
+    var drainArg = "auto"
     var o = Options(receiveConfigWords(args) + args, usage: receiveUsage)
     while let flag = o.next() {
         switch flag {
-        case "--listen": (host, port) = o.hostPort(defaultHost: defaultListenHost)
-        case "--stats": statsEvery = o.double(in: 0.001...86_400)
-        case "--stats-json": statsJSON = true
-        case "--pair": pair = true
-        case "--keyboard": keyboard = o.keyboardRight()
-        case "--rt": rt = o.int(in: 1...99)
-        case "--name": name = o.value()
+        case "--listen": (r.host, r.port) = o.hostPort(defaultHost: defaultListenHost)
+        case "--stats": r.statsEvery = o.double(in: 0.001...86_400)
+        case "--stats-json": r.statsJSON = true
+        case "--pair": r.pair = true
+        case "--keyboard": r.keyboard = o.keyboardRight()
+        case "--rt": r.rt = o.int(in: 1...99)
+        case "--name": r.name = o.value()
         case "--output":
             let v = o.value()
             guard let k = OutputKind(rawValue: v) else {
                 fail("--output takes \(OutputKind.allCases.map(\.rawValue).joined(separator: ", ")), not '\(v)'")
             }
-            outputKind = k
-        case "--seconds": seconds = o.double(in: 0.001...1e9)
-        case "--record-arrivals": recordPath = o.value()
-        case "--sink": sinkPath = o.value()
+            r.outputKind = k
+        case "--seconds": r.seconds = o.double(in: 0.001...1e9)
+        case "--record-arrivals": r.recordPath = o.value()
+        case "--sink": r.sinkPath = o.value()
         case "--web": webArg = o.value()
-        case "--ca": authority = true
-        case "--no-announce": announce = false
-        case "--keymap": keymapArg = o.value()
-        case "--no-keyboard": typing = false
-        case "--no-redundancy": redundancy = false
+        case "--ca": r.authority = true
+        case "--no-announce": r.announce = false
+        case "--keymap": r.keymapArg = o.value()
+        case "--no-keyboard": r.typing = false
+        case "--no-redundancy": r.redundancy = false
         case "--drain-hz": drainArg = o.value()
         default: o.unknown()
         }
     }
-    if statsJSON && statsEvery == nil { statsEvery = 1 }
-    let drain = drainChoice(drainArg)
-    let web = webArg.map { parseHostPort($0, what: "--web", defaultHost: host) }
-    if authority && web == nil {
+    if r.statsJSON && r.statsEvery == nil { r.statsEvery = 1 }
+    r.drain = drainChoice(drainArg)
+    r.web = webArg.map { parseHostPort($0, what: "--web", defaultHost: r.host) }
+    if r.authority && r.web == nil {
         fail("--ca is the phone page's certificate authority: add --web PORT (e.g. --web 8443 --ca)")
     }
-    let (dir, identity) = loadIdentity()
+    return r
+}
 
-    // SIGINT/SIGTERM end the receiver cleanly (sessions flushed, buttons
-    // released); blocked here so every thread started later inherits it.
+/// SIGINT/SIGTERM end the receiver cleanly (sessions flushed, buttons
+/// released): blocked here, so every thread started later inherits the
+/// mask, and waited for by runUntilStopped.
+func blockStopSignals() -> sigset_t {
     var sigs = sigset_t()
     sigemptyset(&sigs)
     sigaddset(&sigs, SIGINT)
     sigaddset(&sigs, SIGTERM)
     pthread_sigmask(SIG_BLOCK, &sigs, nil)
+    return sigs
+}
 
-    // After the mask: the recorder's drain thread inherits it too.
-    var recorder: ArrivalRecorder?
-    if let path = recordPath {
-        do { recorder = try ArrivalRecorder(path: path) } catch { fail("--record-arrivals: \(error)", code: 1) }
-    }
-
-    var output = ReceiverOutput.uinput(name: name)
-    let session = DesktopSession()
-    let stopReason = StopReason()
+/// Where the frames go (--sink, --output, --no-keyboard), and the line
+/// that says so.
+func receiveOutput(_ o: ReceiveOptions, session: DesktopSession, stopReason: StopReason,
+                   dir: ConfigDirectory) -> (ReceiverOutput, String) {
+    var output = ReceiverOutput.uinput(name: o.name)
     var outputLine = ""
-    if let path = sinkPath {
-        if outputKind != .auto && outputKind != .uinput {
-            fail("--sink writes the frames to a file instead of any output: leave out --output \(outputKind.rawValue)")
+    if let path = o.sinkPath {
+        if o.outputKind != .auto && o.outputKind != .uinput {
+            fail("--sink writes the frames to a file instead of any output: leave out --output \(o.outputKind.rawValue)")
         }
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { fail("--sink \(path): \(String(cString: strerror(errno))); pick a writable path", code: 1) }
         output = .fileDescriptor(fd)
     } else {
-        (output, outputLine) = chooseOutput(outputKind, session: session, name: name, stopReason: stopReason,
+        (output, outputLine) = chooseOutput(o.outputKind, session: session, name: o.name, stopReason: stopReason,
                                             portalToken: dir.file(PortalBackend.tokenFileName))
     }
-    if !typing {
+    if !o.typing {
         // --no-keyboard: no "Remolo keyboard" device either.
         switch output {
         case .uinput(let n, _): output = .uinput(name: n, keyboard: false)
@@ -197,98 +173,122 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         case .adapter: break   // refused keys never reach it
         }
     }
-    let keymap = typing ? loadKeymap(keymapArg) : nil
-    let rx: Receiver
+    return (output, outputLine)
+}
+
+/// The receiver itself, on its port, with its trust and keyboard; a
+/// failure stops the command with what to do about it.
+func startReceiver(_ o: ReceiveOptions, identity: Identity, dir: ConfigDirectory, output: ReceiverOutput,
+                   recorder: ArrivalRecorder?) -> Receiver {
+    let keymap = o.typing ? loadKeymap(o.keymapArg) : nil
     do {
         let trust = try ReceiverTrust(identity: identity, directory: dir)
-        if trust.authorizedSenders.entries.isEmpty && !pair {
+        if trust.authorizedSenders.entries.isEmpty && !o.pair {
             FileHandle.standardError.write(Data(("remolo: no sender is paired yet: run `remolo pair` "
                 + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender, or `remolo receive --pair --web 8443` for a phone\n").utf8))
         }
-        rx = try Receiver(host: host, port: port, trust: trust, output: output, drain: drain.rate,
-                          realtimePriority: rt, recordArrivals: recorder,
-                          keyboard: typing ? ReceiverKeyboard(enabled: true, keymap: keymap) : .off, redundancy: redundancy,
-                          onEvent: { say($0) })
+        return try Receiver(host: o.host, port: o.port, trust: trust, output: output, drain: o.drain.rate,
+                            realtimePriority: o.rt, recordArrivals: recorder,
+                            keyboard: o.typing ? ReceiverKeyboard(enabled: true, keymap: keymap) : .off,
+                            redundancy: o.redundancy, onEvent: { say($0) })
     } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
         // After modprobe, a user other than root also needs access to it.
-        fail("\(e.message) Then, to run as a normal user: add the udev rule `\(PointerDeviceError.udevRule)` "
-             + "(/etc/udev/rules.d/60-remolo-uinput.rules) and join the input group.", code: 1)
+        fail("\(e.message) Then, to run as a normal user: the udev rule `\(PointerDeviceError.udevRule)` "
+             + "in \(ServiceFiles.udevRulePath) (`sudo remolo install` writes it) and group "
+             + "\(ServiceFiles.uinputGroup) (`sudo usermod -aG \(ServiceFiles.uinputGroup) $USER`, then log in again). "
+             + "Without a device: --sink FILE (`sink = FILE` in the config file) records the frames instead.", code: 1)
     } catch {
         fail("\(error)", code: 1)
     }
-    let target = sinkPath.map { "frames to \($0)" } ?? rx.loop.devnode.map { "pointer \($0)" }
+}
+
+/// The start-up lines: where it listens and writes, the drain, the socket,
+/// the desktop's acceleration (on a thread of its own), the scheduling.
+func sayStarted(_ o: ReceiveOptions, rx: Receiver, identity: Identity, session: DesktopSession, outputLine: String) {
+    let target = o.sinkPath.map { "frames to \($0)" } ?? rx.loop.devnode.map { "pointer \($0)" }
         ?? "XTest on \(session.xDisplay ?? "?")"
-    say("receiver \(identity.fingerprint) listening on \(formatHostPort(host, rx.port)) (tcp+udp), \(target)")
-    if sinkPath == nil { say("output: \(outputLine)") }
-    say(drain.line)
+    say("receiver \(identity.fingerprint) listening on \(formatHostPort(o.host, rx.port)) (tcp+udp), \(target)")
+    if o.sinkPath == nil { say("output: \(outputLine)") }
+    say(o.drain.line)
     say(rx.receiveBuffer.description)
     if let node = rx.loop.devnode, session.desktop != .none {
         // Off the start-up path: the desktop takes the device a moment
         // after uinput made it, and asking it may take a few seconds.
-        let id = PointerIdentity(name: name, devnode: node)
+        let id = PointerIdentity(name: o.name, devnode: node)
         let t = Thread { if let line = DesktopAcceleration.settle(session, id) { say(line) } }
         t.name = "remolo-desktop"
         t.start()
     }
-    if rt > 0 && !rx.stats.realtime {
+    if o.rt > 0 && !rx.stats.realtime {
         say("note: SCHED_FIFO not granted (needs CAP_SYS_NICE); running with the default policy")
     }
-    var bridge: WebBridge?
-    var pageURL = ""
-    if let web {
-        // The bridge reaches the receiver on loopback when it listens on
-        // every address, else on the very address it listens on.
-        let target = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
-        do {
-            bridge = try WebBridge(host: web.host, port: web.port, receiverHost: target, receiverPort: rx.port,
-                                   configDirectory: dir.path, authority: authority)
-        } catch {
-            rx.stop()
-            fail("--web: \(error)", code: 1)
-        }
-        let shown = web.host == "0.0.0.0" || web.host == "::" ? (WebBridge.lanAddress() ?? "127.0.0.1") : web.host
-        pageURL = "https://\(shown.contains(":") ? "[\(shown)]" : shown):\(bridge!.port)/"
-        if let ca = bridge!.authority {
-            say("phone page: \(pageURL) (https; certificate SHA-256 \(bridge!.certificateFingerprint)"
-                + (bridge!.certificateCreated ? ", issued now" : "") + " by \(ca.name))")
-            say("certificate authority: \(pageURL.dropLast())\(WebAuthority.profilePath) (iPhone), "
-                + "\(pageURL.dropLast())\(WebAuthority.certificatePath) (Android); SHA-256 \(ca.fingerprint)"
-                + (ca.created ? ", made now" : "") + " (compare it on the phone: docs/certificates.md)")
-            // One page for both phones (ca.html picks the download that
-            // fits); its QR only when no pairing QR follows, so the
-            // terminal shows one code to scan.
-            let caPage = pageURL + "ca.html"
-            say("install the authority on a phone: \(caPage)")
-            if !pair, let qr = WebBridge.qrCode(caPage) { print(qr, terminator: ""); fflush(nil) }
-            if !ca.leftOut.isEmpty {
-                say("note: the page's certificate leaves out \(ca.leftOut.joined(separator: ", ")): the authority "
-                    + "may vouch only for this host's names and private addresses; reach the page by one of those")
-            }
-        } else {
-            say("phone page: \(pageURL) (https; certificate SHA-256 \(bridge!.certificateFingerprint)"
-                + (bridge!.certificateCreated ? ", made now" : "") + ")")
-        }
+}
+
+/// --web: the page's server, the data channel beside it, and the lines
+/// that tell a phone how to get there.
+func startWeb(_ web: (host: String, port: UInt16), _ o: ReceiveOptions, rx: Receiver, dir: ConfigDirectory) -> ReceiveWeb {
+    // The bridge reaches the receiver on loopback when it listens on
+    // every address, else on the very address it listens on.
+    let host = o.host
+    let target = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
+    let bridge: WebBridge
+    do {
+        bridge = try WebBridge(host: web.host, port: web.port, receiverHost: target, receiverPort: rx.port,
+                               configDirectory: dir.path, authority: o.authority)
+    } catch {
+        rx.stop()
+        fail("--web: \(error)", code: 1)
     }
-    if pair {
-        do {
-            let code = try rx.trust.pairing.issue(keyboard: keyboard).display
-            say("pairing code: \(code)")
-            say("(valid 5 minutes, for one sender)")
-            if bridge != nil {
-                // The code rides in the fragment, which the browser never
-                // sends over the network (RFC 3986 section 3.5).
-                let url = pageURL + "#pair=" + code
-                say("pair a phone: \(url)")
-                if let qr = WebBridge.qrCode(url) { print(qr, terminator: ""); fflush(nil) }
-                say(bridge!.authority == nil
-                    ? "(the browser warns once about the self-signed certificate: see docs/phone-page.md)"
-                    : "(the browser warns unless the phone has the certificate authority installed: see docs/certificates.md)")
-            }
-        } catch {
-            say("no pairing code: \(error)")
+    let channels = startDataChannels(rx, webHost: web.host, webPort: bridge.port, target: target, say: say)
+    let shown = web.host == "0.0.0.0" || web.host == "::" ? (WebBridge.lanAddress() ?? "127.0.0.1") : web.host
+    let pageURL = "https://\(shown.contains(":") ? "[\(shown)]" : shown):\(bridge.port)/"
+    if let ca = bridge.authority {
+        say("phone page: \(pageURL) (https; certificate SHA-256 \(bridge.certificateFingerprint)"
+            + (bridge.certificateCreated ? ", issued now" : "") + " by \(ca.name))")
+        say("certificate authority: \(pageURL.dropLast())\(WebAuthority.profilePath) (iPhone), "
+            + "\(pageURL.dropLast())\(WebAuthority.certificatePath) (Android); SHA-256 \(ca.fingerprint)"
+            + (ca.created ? ", made now" : "") + " (compare it on the phone: certificates.md, man remolo SEE ALSO)")
+        // One page for both phones (ca.html picks the download that
+        // fits); its QR only when no pairing QR follows, so the
+        // terminal shows one code to scan.
+        let caPage = pageURL + "ca.html"
+        say("install the authority on a phone: \(caPage)")
+        if !o.pair, let qr = WebBridge.qrCode(caPage) { print(qr, terminator: ""); fflush(nil) }
+        if !ca.leftOut.isEmpty {
+            say("note: the page's certificate leaves out \(ca.leftOut.joined(separator: ", ")): the authority "
+                + "may vouch only for this host's names and private addresses; reach the page by one of those")
         }
+    } else {
+        say("phone page: \(pageURL) (https; certificate SHA-256 \(bridge.certificateFingerprint)"
+            + (bridge.certificateCreated ? ", made now" : "") + ")")
     }
-    let announcer = announce ? startAnnouncing(identity: identity, host: host, port: rx.port) : nil
+    return ReceiveWeb(bridge: bridge, channels: channels, pageURL: pageURL)
+}
+
+/// --pair: a code for one sender, and with the page its link and QR code.
+func offerPairing(_ o: ReceiveOptions, rx: Receiver, web: ReceiveWeb) {
+    do {
+        let code = try rx.trust.pairing.issue(keyboard: o.keyboard).display
+        say("pairing code: \(code)")
+        say("(valid 5 minutes, for one sender)")
+        say("on the sender: " + senderPairCommand(host: o.host, port: rx.port, code: code))
+        if let bridge = web.bridge {
+            // The code rides in the fragment, which the browser never
+            // sends over the network (RFC 3986 section 3.5).
+            let url = web.pageURL + "#pair=" + code
+            say("pair a phone: \(url)")
+            if let qr = WebBridge.qrCode(url) { print(qr, terminator: ""); fflush(nil) }
+            say(bridge.authority == nil
+                ? "(the browser warns once about the self-signed certificate: phone-page.md, man remolo SEE ALSO)"
+                : "(the browser warns unless the phone has the certificate authority installed: certificates.md, man remolo SEE ALSO)")
+        }
+    } catch {
+        say("no pairing code: \(error)")
+    }
+}
+
+/// Runs until SIGINT, SIGTERM or --seconds, printing --stats on the way.
+func runUntilStopped(_ o: ReceiveOptions, rx: Receiver, signals sigs: inout sigset_t) {
     let tty = isatty(1) != 0
     let start = Date()
     var lastStats = Date()
@@ -296,19 +296,19 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
         // With nothing to print and no end time, sleep until a signal: an
         // idle receiver's threads all block (docs/benchmarks.md:
         // rx.idle_wakeups_per_s).
-        guard statsEvery != nil || seconds != nil else {
+        guard o.statsEvery != nil || o.seconds != nil else {
             var sig: Int32 = 0
             if sigwait(&sigs, &sig) == 0 && (sig == SIGINT || sig == SIGTERM) { break }
             continue
         }
         var wait = 86_400.0
-        if let s = statsEvery { wait = min(wait, s) }
-        if let s = seconds { wait = min(wait, max(0.001, s - Date().timeIntervalSince(start))) }
+        if let s = o.statsEvery { wait = min(wait, s) }
+        if let s = o.seconds { wait = min(wait, max(0.001, s - Date().timeIntervalSince(start))) }
         var ts = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
         let sig = sigtimedwait(&sigs, nil, &ts)
         if sig == SIGINT || sig == SIGTERM { break }
-        if let s = statsEvery, Date().timeIntervalSince(lastStats) >= s {
-            if statsJSON {
+        if let s = o.statsEvery, Date().timeIntervalSince(lastStats) >= s {
+            if o.statsJSON {
                 say(rx.statsJSON)
             } else if tty {
                 // A table that refreshes in place: home, clear, redraw.
@@ -319,15 +319,8 @@ may also be set in $REMOLO_CONFIG_DIR/config, one `key = value` per line
             }
             lastStats = Date()
         }
-        if let s = seconds, Date().timeIntervalSince(start) >= s { break }
+        if let s = o.seconds, Date().timeIntervalSince(start) >= s { break }
     }
-    announcer?.stop()
-    bridge?.stop()
-    rx.stop()
-    if let why = stopReason.value { fail(why, code: 1) }
-    if let b = bridge { say("web: \(b.stats.json)") }
-    say(statsJSON ? rx.statsJSON : "final: \(rx.stats.summary) | dx \(rx.stats.totalDX) dy \(rx.stats.totalDY)")
-    if let r = recorder { say(r.summary) }
 }
 
 /// The layout text is typed in: --keymap, else the system's, else us; says
@@ -425,6 +418,16 @@ func chooseOutput(_ kind: OutputKind, session: DesktopSession, name: String,
                           onEvent: { say($0) },
                           onStop: { stopReason.stop($0) })
     }
+    /// mutter's own RemoteDesktop API: GNOME, where the portal cannot
+    /// remember consent (MutterBackend.swift).
+    func mutter() throws(OutputBackendError) -> OutputAdapter {
+        try OutputAdapter(make: { () throws(OutputBackendError) -> any OutputBackend in
+                              try MutterBackend(PortalOptions(), log: { say($0) })
+                          },
+                          fallback: { () throws(OutputBackendError) -> any OutputBackend in try UinputBackend(name: name) },
+                          onEvent: { say($0) },
+                          onStop: { stopReason.stop($0) })
+    }
     func x11() throws(OutputBackendError) -> OutputAdapter {
         try OutputAdapter(make: { () throws(OutputBackendError) -> any OutputBackend in try X11Backend() },
                           fallback: { () throws(OutputBackendError) -> any OutputBackend in try UinputBackend(name: name) },
@@ -455,6 +458,16 @@ func chooseOutput(_ kind: OutputKind, session: DesktopSession, name: String,
             case .uinput:
                 return (.uinput(name: name), "uinput (auto: " + why.joined(separator: "; ") + ")")
             case .portal:
+                // GNOME with a portal that would ask at every start (version
+                // 1): mutter's own API, which asks nobody.
+                if session.desktop == .gnome && MutterBackend.preferred() {
+                    do {
+                        return (.adapter(try mutter()), "mutter (auto: \(session), the portal cannot remember consent: "
+                                + "GNOME's own RemoteDesktop API, which asks nothing; not accelerated)")
+                    } catch {
+                        why.append("mutter unusable: \(error.message)")
+                    }
+                }
                 do { return (.adapter(try portal()), "portal (auto: \(session), the RemoteDesktop portal: not accelerated)") } catch {
                     why.append("portal unusable: \(error.message)")
                 }

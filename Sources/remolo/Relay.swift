@@ -1,17 +1,19 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloLab
 import RemoloTrace
 
 // remolo relay: forward UDP datagrams with a scenario's delays, clumps and
-// losses (Sources/Remolo/Lab/Relay.swift).
+// losses (Sources/RemoloLab/Relay.swift).
 
 let relayUsage = """
-usage: remolo relay --scenario NAME --listen ADDR:PORT --to ADDR:PORT [--seed N] [--seconds S]
+usage: remolo relay --scenario NAME --listen ADDR:PORT --to ADDR:PORT
+                    [--seed N] [--seconds S]
 
-  Forwards every datagram received on --listen to --to, delayed, clumped and
-  lost as the scenario's Wi-Fi link would (S1..S7, see 'remolo simulate --help').
-  Stops after --seconds, or on Ctrl-C; prints counts at the end.
+  Forwards every datagram received on --listen to --to, delayed, clumped
+  and lost as the scenario's Wi-Fi link would (S1..S7, see 'remolo
+  simulate --help'). Stops after --seconds, or on Ctrl-C; prints counts
+  at the end.
 """
 
 @Sendable func relayCommand(_ args: [String]) {

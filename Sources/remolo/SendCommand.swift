@@ -1,7 +1,8 @@
 import Foundation
 import RemoloSession
 import RemoloSystem
-import Remolo
+import RemoloPlayout
+import RemoloSender
 import RemoloInput
 import RemoloDiscovery
 
@@ -10,12 +11,14 @@ import RemoloDiscovery
 
 let sendUsage = """
 usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
-                   [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect] [--over udp|tcp]
-                   [--type TEXT] [--no-redundancy]
-       remolo send [--to HOST:PORT] --device PATH|auto [--grab [--keyboard PATH|auto]]
+                   [--seconds N] [--size PIXELS] [--rate HZ] [--reconnect]
+                   [--over udp|tcp] [--type TEXT] [--no-redundancy]
+       remolo send [--to HOST:PORT] --device PATH|auto
+                   [--grab [--keyboard PATH|auto]]
                    [--accel A] [--pointer-speed S] [--scroll-speed S]
                    [--no-natural-scroll] [--no-tap] [--frame-hz HZ]
-                   [--touchpad-size WxH] [--seconds N] [--over udp|tcp] [--no-redundancy]
+                   [--touchpad-size WxH] [--seconds N] [--over udp|tcp]
+                   [--no-redundancy]
 
   --to        the receiver (remolo receive --listen ...): HOST:PORT,
               [IPV6]:PORT, or a host alone (port \(defaultPort)); an IPv6
@@ -70,14 +73,15 @@ A device (`remolo devices` lists them):
   --touchpad-size  the touchpad's width x height in millimetres (e.g.
               100x60), for one that reports no resolution (or a wrong one);
               default: from the device's ABS_MT_POSITION resolution
-  Let go: Ctrl+Alt+Esc held on any keyboard of this machine (read; grabbed
-  only with --keyboard, and the Esc that completes the chord is never
-  sent), or Ctrl+C / SIGTERM. Either way the grabs end and every held
-  button and key is released on the receiver. With --device the sender
-  always reconnects (one line says so); motion and keys of an outage are
-  dropped (a key still held is pressed again on the new session). A device
-  or keyboard unplugged or gone across a suspend is said so, its buttons
-  or keys released, and read again when it comes back.
+  Let go: Ctrl+Alt+Esc held on any keyboard of this machine (read;
+  grabbed only with --keyboard, and the Esc that completes the chord is
+  never sent), or Ctrl+C / SIGTERM. Either way the grabs end and every
+  held button and key is released on the receiver. With --device the
+  sender always reconnects (one line says so); motion and keys of an
+  outage are dropped (a key still held is pressed again on the new
+  session). A device or keyboard unplugged or gone across a suspend is
+  said so, its buttons or keys released, and read again when it comes
+  back.
 
 The sender pings every second; a receiver that answers nothing for 6 s, closes
 the connection or says bye ends the session, and the sender says why.
@@ -207,7 +211,8 @@ the connection or says bye ends the session, and the sender says why.
         sendDevice(tx, run)
     }
     var gesture = SyntheticGesture(shape, size: size)
-    let failure = runSession(tx) {
+    var typedChars = 0
+    let failure = runSession(tx, typedChars: { typedChars }) {
         if seconds > 0 {
             try tx.run(&gesture, seconds: seconds, rate: rate, reconnect: reconnect, over: transport,
                        onEvent: { say("remolo: \($0)") })
@@ -219,8 +224,13 @@ the connection or says bye ends the session, and the sender says why.
             }
             // The receiver answers what it could not type with the pong
             // that follows: wait one keepalive round for it.
+            let refusedBefore = tx.keyStats.refused
             let until = MonotonicClock.seconds() + 1.5
             while MonotonicClock.seconds() < until { try tx.keepAlive(); usleep(50_000) }
+            typedChars = text.count
+            let refused = tx.keyStats.refused - refusedBefore
+            say("typed \(text.count) character\(text.count == 1 ? "" : "s") on the receiver, in its keyboard layout"
+                + (refused == 0 ? "" : "; it refused \(refused) piece\(refused == 1 ? "" : "s") (said above)"))
         }
     }
     if let failure { fail(failure, code: 1) }
@@ -229,7 +239,7 @@ the connection or says bye ends the session, and the sender says why.
 /// Runs `body` on the session and closes it, then prints the `sent:` line
 /// every run ends with (the tests read its fields by name). Returns what
 /// failed, if anything.
-private func runSession(_ tx: Sender, _ body: () throws -> Void) -> String? {
+private func runSession(_ tx: Sender, typedChars: () -> Int = { 0 }, _ body: () throws -> Void) -> String? {
     var failure: String?
     do {
         try body()
@@ -237,7 +247,10 @@ private func runSession(_ tx: Sender, _ body: () throws -> Void) -> String? {
     } catch let e as SessionError {
         failure = "session lost: \(e)"
     } catch {
-        tx.close(.protocolError)
+        // The sender's own failure (no device, a refused --type): the
+        // receiver did nothing wrong, so the bye says the sender is going
+        // away rather than blaming the protocol.
+        tx.close(.shuttingDown)
         failure = "sending: \(error)"
     }
     let s = tx.stats
@@ -247,6 +260,7 @@ private func runSession(_ tx: Sender, _ body: () throws -> Void) -> String? {
           + " sessions_lost \(s.sessionsLost) reconnects \(s.reconnects) frames_dropped \(s.framesDropped)"
           + " fallback \(s.fallbackMessages) fallback_dx_q8 \(s.fallbackDX) fallback_dy_q8 \(s.fallbackDY)"
           + " to_tcp \(s.switchesToTCP) to_udp \(s.switchesToUDP) keys \(tx.keyStats.sent) keys_refused \(tx.keyStats.refused)"
+          + " text_chars \(typedChars())"
           + " datagram_bytes \(tx.datagramBytes)")
     return failure
 }

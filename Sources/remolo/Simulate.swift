@@ -1,16 +1,20 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloLab
 import RemoloTrace
 
 // remolo simulate: network scenarios (or a recorded trace) through the
-// playout core, scored (Sources/Remolo/Lab).
+// playout core, scored (Sources/RemoloLab).
 
 let simulateUsage = """
 usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
-                       [--display-hz HZ,...] [--drain-hz auto|HZ,...] [--sender-hz 60-240] [--duration SECONDS]
-                       [--seed S] [--json|--markdown] [--trace FILE] [--write-trace FILE] [--svg FILE]
-                       [--perfect-network] [--frontier] [--transport udp|redundant|tcp|both|all] [--gaps-lost] [--phases N] [--full-path]
+                       [--display-hz HZ,...] [--drain-hz auto|HZ,...]
+                       [--sender-hz 60-240] [--duration SECONDS]
+                       [--seed S] [--json|--markdown] [--trace FILE]
+                       [--write-trace FILE] [--svg FILE]
+                       [--perfect-network] [--frontier]
+                       [--transport udp|redundant|tcp|both|all] [--gaps-lost]
+                       [--phases N] [--full-path]
 
   --scenario     S1..S7, a comma list, or all (default all)
   --policy       arrival, fixed:MS, seed, default, oracle (rate 0.1), oracle:RATE,
@@ -27,7 +31,7 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                  picks with those displays connected (default 480); a comma list
                  makes a drain table: the jitter ratio of each scenario, per
                  display and drain (the mean over the vsync phases), then its
-                 spread (docs/drain-rate.md)
+                 spread (drain-rate.md)
   --sender-hz    the sender's frame rate (default 120)
   --duration     seconds of gestures per run (default 30)
   --json         one JSON object per row instead of the table
@@ -60,7 +64,7 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                  vsyncs start (k + 1/2)/N of a frame after the first drain tick;
                  starved, jitter and stutter are their mean, "jitter spread" the
                  smallest and largest phase's jitter, max error and max jump the
-                 worst phase's (docs/smoothness.md)
+                 worst phase's (smoothness.md)
   --full-path    score against every motion the sender sent, lost datagrams'
                  included (by default the ideal path leaves out what the receiver
                  cannot know: lost motion without redundancy)

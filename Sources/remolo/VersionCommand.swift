@@ -1,5 +1,5 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 
 // remolo version: the version (Remolo.version, the one constant) and the
 // commit the binary was built from.

@@ -1,5 +1,5 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 
 // remolo COMMAND [options]; the commands are in Commands.swift, each in its own file.
 

@@ -13,10 +13,11 @@ from pagewait import PageWait
 
 
 class Browser(PageWait):
-    def __init__(self, width=390, height=780, insecure=True, env=None):
+    def __init__(self, width=390, height=780, insecure=True, env=None, flags=()):
         """insecure: accept any certificate (the self-signed one); env: the
         browser's environment on top of this one's (HOME, whose
-        .pki/nssdb holds the certificate authorities a user trusts)."""
+        .pki/nssdb holds the certificate authorities a user trusts);
+        flags: more command-line switches."""
         self.profile = tempfile.mkdtemp(prefix="remolo-chromium-")
         self.proc = subprocess.Popen(
             ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -24,7 +25,7 @@ class Browser(PageWait):
             # The receiver's certificate is self-signed; a person accepts
             # it once in the warning, the test by flag.
             + (["--ignore-certificate-errors"] if insecure else [])
-            + [f"--window-size={width},{height}", "about:blank"],
+            + list(flags) + [f"--window-size={width},{height}", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})})
         port_file = os.path.join(self.profile, "DevToolsActivePort")
         for _ in range(300):

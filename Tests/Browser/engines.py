@@ -175,6 +175,20 @@ def diagnostics(engine, b):
               and d.get("identity") in ("key", "wrapped") and d.get("secureContext") is True and len(d.get("lines", [])) >= 7,
               f"{engine}: window.remolo.diagnostics: coalesced {d.get('coalesced')}, {d.get('frameHz')} Hz, "
               f"wake lock {d.get('wakeLock')}, identity {d.get('identity')}, {d.get('engine')}")
+    # The datagram path: WebKitGTK (built without WebRTC) has no
+    # RTCPeerConnection, so its page stays on the WebSocket and says why;
+    # Firefox's asks for the data channel (on loopback it gathers no ICE
+    # candidate, so its datagrams ride the WebSocket until one opens:
+    # Tests/Browser/datachannel runs it where one does).
+    t = d.get("transport") or {}
+    has_rtc = b.eval("typeof RTCPeerConnection === 'function'")
+    if engine == "webkit":
+        run.check(not has_rtc and t.get("path") == "websocket" and t.get("reason") == "noPeerConnection"
+                  and any(l["label"] == "Transport" and "no WebRTC" in l["value"] for l in d["lines"]),
+                  f"{engine}: no RTCPeerConnection: the WebSocket, and the diagnostics say why ({t})")
+    else:
+        run.check(has_rtc and t.get("path") in ("websocket", "datachannel") and t.get("tries", 0) >= 1,
+                  f"{engine}: RTCPeerConnection: the page tries its data channel ({t})")
     href = b.eval("document.querySelector('link[rel=manifest]')?.getAttribute('href') ?? ''")
     run.check(href == "manifest.webmanifest", f"{engine}: the manifest link is there ({href!r})")
 

@@ -51,6 +51,11 @@ REL_X, REL_Y, REL_HWHEEL, REL_WHEEL, REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES = 0, 1,
 BTN_LEFT, BTN_RIGHT = 0x110, 0x111
 failures = []
 checks = 0
+# On loopback Chromium gathers no ICE candidate unless told it may: with
+# this the page's data channel opens here too, and every flow below runs
+# with the page's datagrams on it (Tests/Browser/datachannel runs it on a
+# LAN address, under loss).
+RTC_FLAGS = ["--allow-loopback-in-peer-connection"]
 
 
 def check(ok, what):
@@ -378,7 +383,7 @@ def typing(binary, tmp, screenshot=None):
     text, and what the receiver plays (its sink) and counts (--stats-json)."""
     sink = os.path.join(tmp, "frames-typing")
     rx = Receiver(binary, os.path.join(tmp, "config-typing"), sink, extra=["--keymap", "us"])
-    b = cdp.Browser()
+    b = cdp.Browser(flags=RTC_FLAGS)
     page = []       # what the page must have sent, in order
     try:
         b.navigate(rx.url)
@@ -489,7 +494,7 @@ def typing_refused(binary, tmp):
     reload), and a receiver started with --no-keyboard."""
     config = os.path.join(tmp, "config-deny")
     rx = Receiver(binary, config, os.path.join(tmp, "frames-deny"), extra=["--keyboard", "deny"])
-    b = cdp.Browser()
+    b = cdp.Browser(flags=RTC_FLAGS)
     try:
         b.navigate(rx.url)
         b.wait_for("window.remolo && remolo.state === 'connected'", 15, "pairing from the URL fragment")
@@ -646,7 +651,7 @@ def connection_failures_and_tips(binary, tmp):
     config = os.path.join(tmp, "config-proxy")
     rx = Receiver(binary, config, os.path.join(tmp, "frames-proxy"))
     proxy = RefusingProxy(rx.web_port, config)
-    b = cdp.Browser()
+    b = cdp.Browser(flags=RTC_FLAGS)
     try:
         b.navigate(re.sub(r":\d+/", f":{proxy.port}/", rx.url, count=1))
         kind = b.wait_for("window.remolo && remolo.diagnostics.link", 15, "the failure classified")
@@ -666,7 +671,7 @@ def connection_failures_and_tips(binary, tmp):
         b.close()
         proxy.close()
 
-    b = cdp.Browser()
+    b = cdp.Browser(flags=RTC_FLAGS)
     try:
         b.call("Emulation.setUserAgentOverride", userAgent=IPHONE_UA, platform="iPhone")
         b.call("Page.addScriptToEvaluateOnNewDocument", source=(
@@ -709,7 +714,7 @@ def main():
     os.chmod(tmp, 0o700)
     sink = os.path.join(tmp, "frames")
     rx = Receiver(args.remolo, os.path.join(tmp, "config"), sink)
-    b = cdp.Browser()
+    b = cdp.Browser(flags=RTC_FLAGS)
     expected_px = [0, 0]
     expected_wheel = [0, 0]
     expected_buttons = []
@@ -720,6 +725,8 @@ def main():
         rx.wait_for(r"\(newly paired\)")
         check(b.eval("location.hash") == "", "the code left the address bar once used")
         check(b.eval("document.visibilityState") == "visible", "the page is visible (heartbeats run)")
+        b.wait_for("remolo.transport && remolo.transport.path === 'datachannel'", 12, "the page's data channel")
+        check(True, "the page's datagrams ride its data channel")
         home_screen_app(b)
         f = Fingers(b)
         f.stroke([(120, 420)], (6, -3), 40)            # move
@@ -825,7 +832,7 @@ def main():
 
     # A wrong code: refused, and the real one is burned.
     rx2 = Receiver(args.remolo, os.path.join(tmp, "config2"), os.path.join(tmp, "frames2"))
-    b = cdp.Browser()
+    b = cdp.Browser(flags=RTC_FLAGS)
     try:
         good = rx2.url.split("#pair=")[1]
         wrong = ("0000" if not good.startswith("0000") else "1111") + good[4:]

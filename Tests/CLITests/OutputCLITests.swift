@@ -40,7 +40,7 @@ import Testing
         defer { cfg.remove() }
         let rx = try CLIProcess(["receive", "--help"], configDir: cfg.receiver, log: cfg.log("rx"))
         #expect(rx.wait(upTo: 20) == 0)
-        for k in ["--output", "uinput", "x11", "portal", "auto", "docs/desktop.md"] {
+        for k in ["--output", "uinput", "x11", "portal", "auto", "desktop.md"] {
             #expect(rx.output.contains(k), "\(k)")
         }
     }

@@ -1,5 +1,5 @@
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloSession
 import RemoloSystem
 import RemoloTestSupport

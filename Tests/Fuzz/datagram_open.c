@@ -20,7 +20,7 @@
  *    agree with a plain list after every step.
  * Seeds: Tests/Fuzz/corpus/datagram_open/ (Tests/Fuzz/make_corpus_datagram_open.py).
  */
-// fuzz-sources: CSources/RemoloCore/wire.c
+// fuzz-sources: CSources/RemoloPlayoutCore/wire.c
 // fuzz-libs: -lsodium
 // fuzz-options: -max_len=512
 #include <stdint.h>

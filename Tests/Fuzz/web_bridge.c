@@ -178,7 +178,7 @@ static void websocket(struct sim *s)
 
 			CHECK(!r.in_message && r.msg_len <= REMOLO_WEB_MAX_MESSAGE);
 			if (k == REMOLO_WEB_MESSAGE_DATAGRAM)
-				CHECK(r.msg_len == 1 + REMOLO_WEB_DATAGRAM_LEN);
+				CHECK(r.msg_len == 1 + REMOLO_WEB_DATAGRAM_LEN || r.msg_len == 1 + REMOLO_WEB_TOTALS_DATAGRAM_LEN);
 			if (k == REMOLO_WEB_MESSAGE_STREAM)
 				CHECK(r.msg_len >= 2 && r.msg[0] == REMOLO_WEB_TAG_STREAM);
 			event(s, 6, k, r.msg, r.msg_len);

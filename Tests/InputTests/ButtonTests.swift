@@ -1,6 +1,7 @@
 import Testing
 import RemoloTestSupport
 import RemoloInput
+import RemoloTypes
 
 /// Replays button changes as the receiver would and reports what is wrong.
 struct ButtonLedger {

@@ -1,6 +1,7 @@
 import Testing
 import RemoloTestSupport
 import RemoloInput
+import RemoloTypes
 
 @Suite("Frames: clock, conservation, heartbeats (design note, parts 2-3)")
 struct FrameTests {

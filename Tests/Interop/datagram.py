@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """An independent implementation of Remolo's sealed pointer datagram,
 written from the layout in docs/protocol.md (the same text
-heads CSources/RemoloCore/include/remolo_wire.h), using only the
+heads CSources/RemoloPlayoutCore/include/remolo_wire.h), using only the
 `cryptography` package (PyPI) for ChaCha20-Poly1305 (RFC 8439).
 
     datagram.py seal   stdin:  KEYHEX IDHEX COUNTER KIND A B TX_US [MX MY SV SH]

@@ -1,5 +1,6 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloKeymap
 import Testing
 
 @Suite struct KeymapNameTests {

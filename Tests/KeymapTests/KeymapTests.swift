@@ -1,7 +1,9 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloKeymap
 import Synchronization
 import Testing
+import RemoloTypes
 
 // evdev codes (<linux/input-event-codes.h>), written out so that a wrong
 // table in the code under test cannot agree with itself.
@@ -13,9 +15,9 @@ let KEY_H: UInt16 = 35, KEY_L: UInt16 = 38, KEY_GRAVE: UInt16 = 41, KEY_LEFTSHIF
 let KEY_BACKSLASH: UInt16 = 43, KEY_Z: UInt16 = 44, KEY_B: UInt16 = 48, KEY_COMMA: UInt16 = 51
 let KEY_SPACE: UInt16 = 57, KEY_102ND: UInt16 = 86, KEY_RIGHTALT: UInt16 = 100
 
-func down(_ c: UInt16) -> KeyStroke { KeyStroke(code: c, down: true) }
-func up(_ c: UInt16) -> KeyStroke { KeyStroke(code: c, down: false) }
-func tap(_ c: UInt16) -> [KeyStroke] { [down(c), up(c)] }
+func down(_ c: UInt16) -> KeyChange { KeyChange(code: c, down: true) }
+func up(_ c: UInt16) -> KeyChange { KeyChange(code: c, down: false) }
+func tap(_ c: UInt16) -> [KeyChange] { [down(c), up(c)] }
 
 /// The keymaps, compiled once for all tests.
 enum Maps {
@@ -38,7 +40,7 @@ enum Maps {
 
 /// Whether `strokes` never releases a key that is up or presses one that
 /// is down, and ends with every key up.
-func balanced(_ strokes: [KeyStroke]) -> Bool {
+func balanced(_ strokes: [KeyChange]) -> Bool {
     var held: Set<UInt16> = []
     for s in strokes {
         if s.down { guard held.insert(s.code).inserted else { return false } }
@@ -50,7 +52,7 @@ func balanced(_ strokes: [KeyStroke]) -> Bool {
 @Suite struct KeymapTests {
     // "Hello, World! 123 @#" in us: Shift around H, W, '!', and one Shift
     // held across "@#" (Shift+2, Shift+3).
-    static let helloUS: [KeyStroke] =
+    static let helloUS: [KeyChange] =
         [down(KEY_LEFTSHIFT)] + tap(KEY_H) + [up(KEY_LEFTSHIFT)] + tap(KEY_E) + tap(KEY_L) + tap(KEY_L) + tap(KEY_O)
         + tap(KEY_COMMA) + tap(KEY_SPACE)
         + [down(KEY_LEFTSHIFT)] + tap(KEY_W) + [up(KEY_LEFTSHIFT)] + tap(KEY_O) + tap(KEY_R) + tap(KEY_L) + tap(KEY_D)
@@ -62,7 +64,7 @@ func balanced(_ strokes: [KeyStroke]) -> Bool {
     // latin(type4) and level3(ralt_switch)): '!' is Shift+1 (<AE01>), '@'
     // is AltGr+q (<AD01> level 3, AltGr = <RALT> = KEY_RIGHTALT), '#' is
     // its own key <BKSL> (KEY_BACKSLASH) with no modifier.
-    static let helloDE: [KeyStroke] =
+    static let helloDE: [KeyChange] =
         [down(KEY_LEFTSHIFT)] + tap(KEY_H) + [up(KEY_LEFTSHIFT)] + tap(KEY_E) + tap(KEY_L) + tap(KEY_L) + tap(KEY_O)
         + tap(KEY_COMMA) + tap(KEY_SPACE)
         + [down(KEY_LEFTSHIFT)] + tap(KEY_W) + [up(KEY_LEFTSHIFT)] + tap(KEY_O) + tap(KEY_R) + tap(KEY_L) + tap(KEY_D)
@@ -74,7 +76,7 @@ func balanced(_ strokes: [KeyStroke]) -> Bool {
         let n: Int
         let keymap: String
         let text: String
-        let strokes: [KeyStroke]
+        let strokes: [KeyChange]
         let untypable: Int
         var testDescription: String { "\(n): \(keymap) \(text.debugDescription)" }
     }
@@ -131,10 +133,10 @@ func balanced(_ strokes: [KeyStroke]) -> Bool {
         // no modifier; '*' is Shift+8, not KEY_KPASTERISK; '-' is KEY_MINUS.
         Case(n: 26, keymap: "us", text: "(*-",
              strokes: [down(KEY_LEFTSHIFT)] + tap(KEY_9) + tap(KEY_8) + [up(KEY_LEFTSHIFT)] + tap(KEY_MINUS), untypable: 0),
-        // '<' has its own key on a 105-key keyboard (<LSGT>, KEY_102ND), in
-        // the pc105 model of us too; but ANSI keyboards lack it, so us types
-        // Shift+comma, and de (where nothing else types '<') KEY_102ND.
-        Case(n: 27, keymap: "us", text: "<", strokes: [down(KEY_LEFTSHIFT)] + tap(KEY_COMMA) + [up(KEY_LEFTSHIFT)], untypable: 0),
+        // '<' has its own key (<LSGT>, KEY_102ND) with no modifier in us as
+        // in de: fewer modifiers than Shift+comma, so us types it there too
+        // (docs/keymap.md; xkbcli agrees, KeymapXkbcliTests).
+        Case(n: 27, keymap: "us", text: "<", strokes: tap(KEY_102ND), untypable: 0),
         Case(n: 32, keymap: "de", text: "<", strokes: tap(KEY_102ND), untypable: 0),
         // Decomposed é (e + U+0301): the e, and the combining accent skipped.
         Case(n: 28, keymap: "fr", text: "e\u{301}", strokes: tap(KEY_E), untypable: 1),

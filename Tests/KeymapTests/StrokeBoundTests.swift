@@ -1,4 +1,5 @@
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloKeymap
 import Testing
 
 /// How many key strokes one text message (1..256 bytes of UTF-8) can cost:

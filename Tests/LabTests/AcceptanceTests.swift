@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Remolo
+@testable import RemoloPlayout
 @testable import RemoloLab
 import RemoloTrace
 @testable import RemoloSession
@@ -47,7 +47,7 @@ import RemoloSystem
 }
 
 /// The comparisons, on fewer and shorter runs than the release
-/// table (Sources/Remolo/Lab/RESULTS.md has the full one).
+/// table (Sources/RemoloLab/RESULTS.md has the full one).
 @Test func defaultAgainstSeedAndArrival() {
     let rows = Lab.simulate(scenarios: Scenario.allCases, policies: [.arrival, .seed, .default], seeds: 3,
                             displayHz: 120, durationS: 20)

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Remolo
+@testable import RemoloPlayout
 @testable import RemoloLab
 
 /// The drain rate against the display (docs/drain-rate.md): what auto picks,

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Synchronization
-@testable import Remolo
+@testable import RemoloPlayout
 @testable import RemoloLab
 import RemoloTrace
 @testable import RemoloSession

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Remolo
+@testable import RemoloPlayout
 @testable import RemoloLab
 import RemoloTrace
 @testable import RemoloSession

@@ -1,5 +1,5 @@
 import Testing
-@testable import Remolo
+@testable import RemoloPlayout
 @testable import RemoloLab
 import RemoloTrace
 

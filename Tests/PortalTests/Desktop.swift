@@ -3,9 +3,11 @@
 // and a bus monitor, all on a private bus (Tests/Portal/desktop inside its
 // own `dbus-run-session`, in a process group of its own).
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloDesktop
 import RemoloTestSupport
 import Testing
+import RemoloTypes
 
 enum PortalEnv {
     /// Set by Tests/Portal/run, which installs what the desktop needs.
@@ -150,10 +152,10 @@ final class Desktop: @unchecked Sendable {
     /// appear with a session's first motion and first key, and a client
     /// misses what comes while they do. So a test sends one of each first
     /// and waits; the pointer ends in the top-left corner.
-    func warmUp(_ backend: PortalBackend) throws {
+    func warmUp(_ backend: any OutputBackend) throws {
         try backend.apply(OutputBatch(dx: -4000, dy: -4000))
-        try backend.apply(OutputBatch(transitions: [OutputTransition(code: keyLeftShift, down: true)]))
-        try backend.apply(OutputBatch(transitions: [OutputTransition(code: keyLeftShift, down: false)]))
+        try backend.apply(OutputBatch(transitions: [KeyChange(code: keyLeftShift, down: true)]))
+        try backend.apply(OutputBatch(transitions: [KeyChange(code: keyLeftShift, down: false)]))
         usleep(500_000)
         try backend.apply(OutputBatch(dx: -4000, dy: -4000))
         _ = waitPosition(0, 0, seconds: 2)

@@ -1,8 +1,10 @@
 // Consent refused, wheel notches, and a session lost from the desktop's
 // side, each on a desktop of its own (real mutter and portal).
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloDesktop
 import Testing
+import RemoloTypes
 
 @Suite(.serialized, .enabled(if: PortalEnv.enabled, PortalEnv.reason))
 struct PortalLifecycleTests {
@@ -80,7 +82,7 @@ struct PortalLifecycleTests {
         // got is read on the bus: GTK may report a motion under a held
         // button late, at its next frame.)
         let monitor0 = desktop.monitorCount
-        try backend.apply(OutputBatch(transitions: [OutputTransition(code: btnLeft, down: true)]))
+        try backend.apply(OutputBatch(transitions: [KeyChange(code: btnLeft, down: true)]))
         try backend.apply(OutputBatch(dx: 10))
         #expect(desktop.waitFor { desktop.monitor(from: monitor0).contains("mutter NotifyPointerMotionRelative 10.0 0.0") })
         let impl = "org.freedesktop.impl.portal.desktop.gnome"

@@ -3,8 +3,10 @@
 // consent given through AT-SPI the way a person clicks it, and the cursor
 // read by a fullscreen GTK client. docs/portal.md says what each shows.
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloDesktop
 import Testing
+import RemoloTypes
 
 let btnLeft: UInt16 = 0x110, btnRight: UInt16 = 0x111, btnMiddle: UInt16 = 0x112
 let keyA: UInt16 = 30, keyLeftShift: UInt16 = 42
@@ -82,13 +84,13 @@ struct PortalSessionTests {
         try s.home(300, 300)
         let from = s.desktop.clientCount
         for b in [btnLeft, btnRight, btnMiddle] {
-            try s.backend.apply(OutputBatch(transitions: [OutputTransition(code: b, down: true)]))
-            try s.backend.apply(OutputBatch(transitions: [OutputTransition(code: b, down: false)]))
+            try s.backend.apply(OutputBatch(transitions: [KeyChange(code: b, down: true)]))
+            try s.backend.apply(OutputBatch(transitions: [KeyChange(code: b, down: false)]))
         }
         // A drag: press, move, release (three batches, as the adapter cuts them).
-        try s.backend.apply(OutputBatch(transitions: [OutputTransition(code: btnLeft, down: true)]))
+        try s.backend.apply(OutputBatch(transitions: [KeyChange(code: btnLeft, down: true)]))
         try s.backend.apply(OutputBatch(dx: 50, dy: 20))
-        try s.backend.apply(OutputBatch(transitions: [OutputTransition(code: btnLeft, down: false)]))
+        try s.backend.apply(OutputBatch(transitions: [KeyChange(code: btnLeft, down: false)]))
         let want = ["button 1 press 300.000 300.000", "button 1 release 300.000 300.000",
                     "button 3 press 300.000 300.000", "button 3 release 300.000 300.000",
                     "button 2 press 300.000 300.000", "button 2 release 300.000 300.000",
@@ -103,11 +105,11 @@ struct PortalSessionTests {
         let s = try Shared.get()
         // A click focuses the client's window.
         try s.home(400, 400)
-        try s.backend.apply(OutputBatch(transitions: [OutputTransition(code: btnLeft, down: true)]))
-        try s.backend.apply(OutputBatch(transitions: [OutputTransition(code: btnLeft, down: false)]))
+        try s.backend.apply(OutputBatch(transitions: [KeyChange(code: btnLeft, down: true)]))
+        try s.backend.apply(OutputBatch(transitions: [KeyChange(code: btnLeft, down: false)]))
         let from = s.desktop.clientCount
-        try s.backend.apply(OutputBatch(transitions: [OutputTransition(code: keyA, down: true)]))
-        try s.backend.apply(OutputBatch(transitions: [OutputTransition(code: keyA, down: false)]))
+        try s.backend.apply(OutputBatch(transitions: [KeyChange(code: keyA, down: true)]))
+        try s.backend.apply(OutputBatch(transitions: [KeyChange(code: keyA, down: false)]))
         let want = ["key 30 press", "key 30 release"]
         let seen = s.desktop.waitFor { s.desktop.client(from: from).filter { $0.hasPrefix("key") } == want }
         #expect(seen, "client saw \(s.desktop.client(from: from).filter { $0.hasPrefix("key") })")

@@ -1,7 +1,8 @@
 // The restore token's file and the list of desktop backends, without a
 // desktop (these run in every `swift test`).
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloDesktop
 import Testing
 
 struct PortalFileTests {

@@ -1,5 +1,6 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloDesktop
 import Synchronization
 import Testing
 

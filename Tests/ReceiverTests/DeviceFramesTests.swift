@@ -1,9 +1,12 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloSession
 import RemoloInput
 import RemoloSystem
 import Testing
+import RemoloTypes
 
 /// `Sender.send(frame:)`, the entry point of `remolo send --device`, on
 /// loopback: an InputCore fed a scripted touchpad in real time, its frames

@@ -1,6 +1,9 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloDevices
+@testable import RemoloReceiver
 import RemoloCore
+import RemoloPlayoutCore
 import RemoloSystem
 import Testing
 

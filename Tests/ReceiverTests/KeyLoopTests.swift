@@ -1,9 +1,14 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloDevices
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloSession
 import RemoloSystem
 import RemoloCore
+import RemoloPlayoutCore
 import Testing
+import RemoloTypes
 
 /// Keys through the real receive loop (io_uring, the command ring, the
 /// playout, the keyboard device's own frames), written in fd mode to a

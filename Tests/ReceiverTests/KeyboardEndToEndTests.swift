@@ -1,8 +1,12 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloKeymap
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloSession
 import RemoloSystem
 import Testing
+import RemoloTypes
 
 /// Typing end to end on loopback: a sender that said hello, its key and
 /// text messages over the control channel, the receiver's checks, the
@@ -30,7 +34,7 @@ extension RxSuite {
             }
         }
 
-        static func strokes(_ events: [Event]) -> [KeyStroke] { events.map { KeyStroke(code: $0.code, down: $0.value == 1) } }
+        static func strokes(_ events: [Event]) -> [KeyChange] { events.map { KeyChange(code: $0.code, down: $0.value == 1) } }
 
         @Test("1: text typed in the receiver's layout arrives as exactly its key strokes", arguments: ["us", "de"])
         func textInLayout(_ layout: String) throws {

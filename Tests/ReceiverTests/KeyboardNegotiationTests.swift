@@ -1,6 +1,8 @@
 import Foundation
 import Synchronization
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloSession
 import RemoloSystem
 import Testing
@@ -74,6 +76,57 @@ extension RxSuite {
             #expect(s.last?.count == 2)
             #expect(s.last?.contains { if case .hello = $0 { true } else { false } } == false)
             #expect(lines.contains { $0.contains("older version") }, "\(lines)")
+        }
+
+        struct LateHello: CustomTestStringConvertible, Sendable {
+            let n: Int
+            let name: String
+            /// Frames the sender sends after the key-confirmation ping, before its hello.
+            let before: [ControlMessage]
+            var testDescription: String { "\(n): \(name)" }
+        }
+
+        /// docs/protocol.md: hello is the sender's frame 1, the first frame
+        /// after the key-confirmation ping; any frame before it, a ping
+        /// included, makes the hello a protocol error (bye 2).
+        @Test("4: a hello that is not frame 1 ends the session with bye 2", arguments: [
+            LateHello(n: 1, name: "hello as frame 1 is answered", before: []),
+            LateHello(n: 2, name: "a ping, then hello", before: [.ping(7)]),
+            LateHello(n: 3, name: "two pings, then hello", before: [.ping(7), .ping(8)]),
+            LateHello(n: 4, name: "a button, then hello",
+                      before: [.button(ButtonEvent(button: .left, isDown: false, senderTimeNs: 1, sequence: 0))]),
+            LateHello(n: 5, name: "a motion message, then hello",
+                      before: [.motion(MotionEvent(dx: 256, dy: 0, senderTimeNs: 1))]),
+        ])
+        func lateHello(_ c: LateHello) throws {
+            let p = try Pair()
+            let sink = try FrameSink()
+            let rx = try p.receiver(into: sink)
+            defer { rx.stop(); withExtendedLifetime(sink) {} }
+            let ch = try ControlChannel.connect(host: "127.0.0.1", port: rx.port, identity: p.senderID,
+                                                receiver: p.receiverID.publicKey)
+            defer { ch.close() }
+            for m in c.before { try ch.send(m) }
+            try ch.send(.hello(ControlHello(features: .keyboard)))
+            // What comes back for the frames before (pongs and receipts),
+            // then the answer to the hello: a hello, or bye 2.
+            var answer: ControlMessage?
+            var bye: ByeReason?
+            do {
+                while answer == nil {
+                    let m = try ch.receive(timeout: 3)
+                    if case .hello = m { answer = m }
+                }
+            } catch SessionError.peerSaidBye(let r) {
+                bye = r
+            }
+            if c.before.isEmpty {
+                #expect(answer == .hello(ControlHello(features: .keyboard, keyboard: .allowed)), "case \(c.n)")
+                #expect(bye == nil, "case \(c.n)")
+            } else {
+                #expect(answer == nil, "case \(c.n): a late hello was answered")
+                #expect(bye == .protocolError, "case \(c.n)")
+            }
         }
     }
 }

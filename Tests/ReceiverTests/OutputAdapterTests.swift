@@ -1,8 +1,13 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloDevices
+@testable import RemoloDesktop
+@testable import RemoloReceiver
 import RemoloCore
+import RemoloPlayoutCore
 import Synchronization
 import Testing
+import RemoloTypes
 
 /// What a test backend was given, readable from the test's thread.
 final class BackendRecord: Sendable {
@@ -14,7 +19,7 @@ final class BackendRecord: Sendable {
 
     var dx: Int64 { batches.reduce(0) { $0 + Int64($1.dx) } }
     var dy: Int64 { batches.reduce(0) { $0 + Int64($1.dy) } }
-    var transitions: [OutputTransition] { batches.flatMap(\.transitions) }
+    var transitions: [KeyChange] { batches.flatMap(\.transitions) }
 }
 
 /// A backend that records, optionally stalls in each call, and can be told
@@ -45,7 +50,7 @@ final class RecordingBackend: OutputBackend {
 
 extension RxSuite {
     @Suite struct OutputAdapterTests {
-        typealias T = OutputTransition
+        typealias T = KeyChange
         static let left = Event.btnLeft, right = Event.btnRight
 
         /// Frames written by ptrdev's own encoder (fd mode) into a pipe,
@@ -83,13 +88,13 @@ extension RxSuite {
                 PointerFrame(dx: 3, dy: -1), PointerFrame(dx: 4, dy: 2), PointerFrame(dx: -2),
             ], want: [OutputBatch(dx: 5, dy: 1)]),
             DecodeCase(id: 2, what: "a drag: press, motion, release stay in order", frames: [
-                PointerFrame(dx: 1, buttons: [ButtonChange(code: left, down: true)]),
+                PointerFrame(dx: 1, buttons: [KeyChange(code: left, down: true)]),
                 PointerFrame(dx: 5, dy: 5), PointerFrame(dx: 5, dy: 5),
-                PointerFrame(buttons: [ButtonChange(code: left, down: false)]),
+                PointerFrame(buttons: [KeyChange(code: left, down: false)]),
             ], want: [OutputBatch(dx: 1, transitions: [T(code: left, down: true)]),
                       OutputBatch(dx: 10, dy: 10, transitions: [T(code: left, down: false)])]),
             DecodeCase(id: 3, what: "a click within one tick (ptrdev splits it in two SYN frames)", frames: [
-                PointerFrame(dx: 2, buttons: [ButtonChange(code: right, down: true), ButtonChange(code: right, down: false)]),
+                PointerFrame(dx: 2, buttons: [KeyChange(code: right, down: true), KeyChange(code: right, down: false)]),
             ], want: [OutputBatch(dx: 2, transitions: [T(code: right, down: true)]),
                       OutputBatch(transitions: [T(code: right, down: false)])]),
             DecodeCase(id: 4, what: "hi-res wheel counts, its legacy notches do not count twice", frames: [
@@ -100,8 +105,8 @@ extension RxSuite {
                 PointerFrame(wheel: -2), PointerFrame(hwheel: 1),
             ], want: [OutputBatch(wheelHiRes: -240, hwheelHiRes: 120)]),
             DecodeCase(id: 6, what: "two buttons in one frame keep their order", frames: [
-                PointerFrame(buttons: [ButtonChange(code: left, down: true), ButtonChange(code: right, down: true)]),
-                PointerFrame(buttons: [ButtonChange(code: right, down: false), ButtonChange(code: left, down: false)]),
+                PointerFrame(buttons: [KeyChange(code: left, down: true), KeyChange(code: right, down: true)]),
+                PointerFrame(buttons: [KeyChange(code: right, down: false), KeyChange(code: left, down: false)]),
             ], want: [OutputBatch(transitions: [T(code: left, down: true), T(code: right, down: true)]),
                       OutputBatch(transitions: [T(code: right, down: false), T(code: left, down: false)])]),
         ]
@@ -213,7 +218,7 @@ extension RxSuite {
                                             onEvent: { l in lines.withLock { $0.append(l) } })
             let d = try PointerDevice(fileDescriptor: adapter.writeFD)
             for i in 1...5 {
-                try d.write(PointerFrame(dx: Int32(i), buttons: [ButtonChange(code: Self.left, down: i % 2 == 1)]))
+                try d.write(PointerFrame(dx: Int32(i), buttons: [KeyChange(code: Self.left, down: i % 2 == 1)]))
                 #expect(eventually(2) { first.batches.count + second.batches.count == min(i, 2) + max(0, i - 3) })
             }
             adapter.finish()

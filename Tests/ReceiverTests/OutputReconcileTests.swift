@@ -1,6 +1,7 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
 import RemoloCore
+import RemoloPlayoutCore
 import Testing
 
 extension RxSuite {

@@ -1,5 +1,5 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
 import RemoloSystem
 import Testing
 

@@ -1,8 +1,11 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloSession
 import RemoloSystem
 import RemoloCore
+import RemoloPlayoutCore
 import Testing
 
 extension RxSuite {

@@ -1,5 +1,7 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloLab
 import RemoloTrace
 @testable import RemoloSession

@@ -1,10 +1,13 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloLab
 import RemoloTrace
 @testable import RemoloSession
 import RemoloSystem
 import RemoloCore
+import RemoloPlayoutCore
 import Testing
 
 /// A LoopRig whose loop records its arrivals into a trace file.

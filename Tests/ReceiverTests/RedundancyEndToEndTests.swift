@@ -1,6 +1,8 @@
 import Foundation
 import Synchronization
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloSession
 import RemoloSystem
 import Testing

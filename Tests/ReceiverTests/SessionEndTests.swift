@@ -1,5 +1,6 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloSender
 @testable import RemoloLab
 import RemoloTrace
 @testable import RemoloSession
@@ -139,5 +140,121 @@ extension RxSuite.SessionEndTests {
         sink.drain()
         let keys = sink.keys()
         #expect(keys.filter { $0.value == 1 }.count == 2 && keys.filter { $0.value == 0 }.count == 2, "\(keys)")
+    }
+}
+
+extension RxSuite.SessionEndTests {
+    /// docs/protocol.md: the receiver's stop says bye 3 to every live
+    /// session before it closes the connection. Each round starts a receiver,
+    /// confirms a session and stops the receiver; every other round the
+    /// sender has just pinged, so the receiver closes with frames of the
+    /// sender's unread or unanswered (a close then must not reset the
+    /// connection before the bye is out).
+    @Test("8: stopped 100 times with a live session, the receiver says bye 3 every time")
+    func byeOnEveryStop() throws {
+        let p = try Pair()
+        var byes = 0
+        var other: [String] = []
+        for round in 0..<100 {
+            let sink = try FrameSink()
+            let rx = try p.receiver(into: sink)
+            let tx = try p.connect(to: rx)
+            if round % 2 == 1 { try tx.channel.send(.ping(UInt64(round))) }
+            rx.stop()
+            do {
+                // Pongs and receipts may come first; then the bye.
+                while true { _ = try tx.channel.receive(timeout: 5) }
+            } catch SessionError.peerSaidBye(.shuttingDown) {
+                byes += 1
+            } catch {
+                other.append("round \(round): \(error)")
+            }
+            tx.close()
+            withExtendedLifetime(sink) {}
+        }
+        #expect(byes == 100, "\(other)")
+    }
+
+    /// docs/protocol.md, "Timeouts and limits": 30 s without a frame end a
+    /// session (bye 1), and the key-confirmation ping is a frame like every
+    /// other. A sender that confirms 4 s after its handshake (within the
+    /// 5 s the handshake and confirmation get) is closed 30 s after its
+    /// confirmation, not 30 s after the handshake. Real time: 34 s.
+    @Test("9: a session confirmed late stays 30 s after its key confirmation, then gets bye 1")
+    func idleAfterLateConfirmation() throws {
+        let p = try Pair()
+        let sink = try FrameSink()
+        let rx = try p.receiver(into: sink)
+        defer { rx.stop(); withExtendedLifetime(sink) {} }
+        let limits = SessionLimits()
+        #expect(limits.idleTimeout == 30 && limits.handshakeTimeout == 5)
+        let conn = try TCPConnection.connect(host: "127.0.0.1", port: rx.port, timeout: 5)
+        let hs = SenderHandshake(identity: p.senderID, mode: .session(receiver: p.receiverID.publicKey))
+        var next: HandshakeWireMessage? = hs.start()
+        while let out = next {
+            try conn.writeAll(out.encoded(), deadline: MonotonicClock.seconds() + 5)
+            if hs.result != nil { break }
+            next = try hs.receive(try readHandshakeMessage(conn, deadline: MonotonicClock.seconds() + 5))
+        }
+        let result = try #require(hs.result)
+        usleep(4_000_000)
+        let ch = ControlChannel(connection: conn, result: result, isSender: true, limits: limits)
+        defer { ch.close() }
+        let pingAt = MonotonicClock.seconds()
+        try ch.send(.ping(99))
+        #expect(try ch.receiveRaw(deadline: pingAt + 2) == .pong(99))
+        let pongAt = MonotonicClock.seconds()
+        #expect(rx.liveSessions == 1)
+        #expect(throws: SessionError.peerSaidBye(.idleTimeout)) { _ = try ch.receive(timeout: 45) }
+        let byeAt = MonotonicClock.seconds()
+        #expect(byeAt - pingAt >= 30, "closed \(byeAt - pingAt) s after the key-confirmation ping")
+        // The receiver counts from its pong at the latest; the pong's trip
+        // over loopback is microseconds.
+        #expect(byeAt - pongAt >= 29.9, "closed \(byeAt - pongAt) s after the pong")
+        #expect(eventually(3) { rx.liveSessions == 0 })
+    }
+}
+
+extension RxSuite.SessionEndTests {
+    /// Every field path of a JSON object: "keys.refused.flood" for the
+    /// field flood of the object refused inside keys.
+    static func paths(_ object: [String: Any], prefix: String = "") -> Set<String> {
+        var out: Set<String> = []
+        for (k, v) in object {
+            if let inner = v as? [String: Any] { out.formUnion(paths(inner, prefix: prefix + k + ".")) }
+            else { out.insert(prefix + k) }
+        }
+        return out
+    }
+
+    /// docs/cli.md, "Statistics": one table row per field, its path in
+    /// backticks in the first column. Held both ways: the receiver has no
+    /// field the page leaves out, and the page names none it lacks.
+    @Test("10: every --stats-json field, keys and keys.refused included, is in docs/cli.md's table, and only those")
+    func statsJSONFieldsMatchTheCLIPage() throws {
+        let page = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/cli.md").path,
+            encoding: .utf8)
+        let start = try #require(page.range(of: "## Statistics"), "docs/cli.md has no Statistics section")
+        let rest = page[start.upperBound...]
+        let body = rest.range(of: "\n## ").map { rest[..<$0.lowerBound] } ?? rest
+        var documented: [String] = []
+        for line in body.split(separator: "\n") where line.hasPrefix("| `") {
+            let cell = line.dropFirst(3)
+            if let end = cell.firstIndex(of: "`") { documented.append(String(cell[..<end])) }
+        }
+        #expect(Set(documented).count == documented.count, "a field listed twice")
+        let p = try Pair()
+        let sink = try FrameSink()
+        let rx = try p.receiver(into: sink)
+        defer { rx.stop(); withExtendedLifetime(sink) {} }
+        let json = rx.statsJSON
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        let fields = Self.paths(object)
+        for f in fields.subtracting(documented).sorted() { Issue.record("docs/cli.md does not list --stats-json field \(f)") }
+        for f in Set(documented).subtracting(fields).sorted() { Issue.record("docs/cli.md lists \(f), which --stats-json lacks") }
+        // The names of the refusals are the protocol's reasons, all nine.
+        #expect(fields.filter { $0.hasPrefix("keys.refused.") }.count == KeyRefusal.known.count)
+        #expect(fields.count > 60, "\(fields.count) fields")
     }
 }

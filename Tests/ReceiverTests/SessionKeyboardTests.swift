@@ -1,7 +1,9 @@
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloReceiver
 @testable import RemoloSession
 import Testing
+import RemoloTypes
 
 /// One session's keyboard rules, message by message, in virtual time: the
 /// hello it answers, and each refusal (docs/protocol.md, "Extensions and the
@@ -19,14 +21,16 @@ import Testing
         KeyEvent(code: code, isDown: down, senderTimeNs: UInt64(seq) * 1_000_000, sequence: seq)
     }
 
-    /// Redundancy is granted whatever the keyboard's status, unless the
-    /// receiver does not offer it (`remolo receive --no-redundancy`: case 6).
+    /// Redundancy and the data channel are granted whatever the keyboard's
+    /// status where the receiver offers them (here everything: a receiver
+    /// with its web page's endpoint), unless it does not
+    /// (`remolo receive --no-redundancy`, and no endpoint: case 6).
     @Test("1: the hello answers what this sender may do", arguments: [
         (1, true, true, true, ControlFeatures.all, KeyboardStatus.allowed),
-        (2, false, true, true, .redundancy, .off),
-        (3, true, false, true, .redundancy, .notAllowed),
-        (4, true, true, false, .redundancy, .noDevice),
-        (5, false, false, false, .redundancy, .off),
+        (2, false, true, true, [.redundancy, .dataChannel], .off),
+        (3, true, false, true, [.redundancy, .dataChannel], .notAllowed),
+        (4, true, true, false, [.redundancy, .dataChannel], .noDevice),
+        (5, false, false, false, [.redundancy, .dataChannel], .off),
         (6, true, true, true, .keyboard, .allowed),
     ] as [(Int, Bool, Bool, Bool, ControlFeatures, KeyboardStatus)])
     func hello(_ n: Int, _ enabled: Bool, _ mayType: Bool, _ device: Bool, _ features: ControlFeatures, _ status: KeyboardStatus) throws {
@@ -68,7 +72,7 @@ import Testing
             return (p, r?.reason)
         }
         let played = { (code: UInt16, down: Bool, seq: UInt32) in
-            SessionKeyboard.Play.strokes([KeyStroke(code: code, down: down)], senderTimeUs: UInt64(seq) * 1000)
+            SessionKeyboard.Play.strokes([KeyChange(code: code, down: down)], senderTimeUs: UInt64(seq) * 1000)
         }
         switch n {
         case 1:   // paired without the right to type
@@ -103,7 +107,7 @@ import Testing
             #expect(try send(Self.a, true, now: 1).1 == nil)
         case 8:   // forget: the loop could not take a press
             _ = try send(Self.a, true)
-            k.forget([KeyStroke(code: Self.a, down: true)])
+            k.forget([KeyChange(code: Self.a, down: true)])
             #expect(k.held.isEmpty)
         default:  // off for everyone
             var off = Self.kb(enabled: false)

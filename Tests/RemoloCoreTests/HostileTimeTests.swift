@@ -1,9 +1,9 @@
-import Remolo
+import RemoloPlayout
 import RemoloLab
 import RemoloTrace
 import RemoloSession
 import RemoloSystem
-import RemoloCore
+import RemoloPlayoutCore
 import Testing
 import RemoloTestSupport
 

@@ -1,11 +1,11 @@
-import RemoloCore
+import RemoloPlayoutCore
 import RemoloTestSupport
 import Testing
 
 /// The key queue (keyq.c) inside the playout: keys at their sender time on
 /// the session's clock, in one order with motion and buttons, never a
 /// press and its release in one tick, refusals that change nothing, a full
-/// queue that never loses a release, and a flush that releases every key.
+/// queue that never refuses a release, and a flush that releases every key.
 @Suite struct KeyQueueTests {
     static let a: UInt16 = 30, b: UInt16 = 48, c: UInt16 = 46, d: UInt16 = 32
     static let shift: UInt16 = 42, btnLeft: UInt16 = 0x110
@@ -251,35 +251,72 @@ import Testing
         return (events, state)
     }
 
-    /// A full queue refuses presses and folds releases, played after the
-    /// ring: nothing sticks, nothing is lost, a folded release never comes
-    /// before the press still queued ahead of it.
-    @Test func overflowKeepsReleases() {
+    /// A press keeps a place for its release (keyq_room): a full queue
+    /// refuses presses, never a release, so nothing is folded and nothing
+    /// locks presses out; the press after a refused one is taken as soon as
+    /// the queue has played two changes.
+    @Test func fullQueueKeepsReleases() {
         let p = CorePlayout()
         let cap = Int(REMOLO_KEYQ_CAP)
         let t0 = Self.t0
-        // a+ a- ... (cap - 2 events), then b+ and c+: the ring is full.
-        for i in 0..<(cap - 2) { #expect(p.key(rx: t0, tx: 0, Self.a, i % 2 == 0) == PLAYOUT_PUSH_ON_TIME.rawValue) }
-        #expect(p.key(rx: t0, tx: 0, Self.b, true) == PLAYOUT_PUSH_ON_TIME.rawValue)
-        #expect(p.key(rx: t0, tx: 0, Self.c, true) == PLAYOUT_PUSH_ON_TIME.rawValue)
+        let flood = PLAYOUT_PUSH_KEY_FLOOD.rawValue, onTime = PLAYOUT_PUSH_ON_TIME.rawValue
+        // a+ a- ... (cap - 2 events): room for one press and its release.
+        for i in 0..<(cap - 2) { #expect(p.key(rx: t0, tx: 0, Self.a, i % 2 == 0) == onTime) }
+        #expect(keyq_room(&p.p.pointee.k) == 2)
+        #expect(p.key(rx: t0, tx: 0, Self.b, true) == onTime, "the last press that fits with its release")
+        #expect(keyq_room(&p.p.pointee.k) == 0)
+        #expect(p.key(rx: t0, tx: 0, Self.c, true) == flood, "no room for c and its release")
+        #expect(p.key(rx: t0, tx: 0, Self.b, false) == onTime, "b's release had its place")
         #expect(p.p.pointee.k.tail &- p.p.pointee.k.head == UInt32(cap))
-        let flood = PLAYOUT_PUSH_KEY_FLOOD.rawValue, merged = PLAYOUT_PUSH_MERGED.rawValue
-        #expect(p.key(rx: t0, tx: 0, Self.d, true) == flood, "a press into a full queue")
-        #expect(p.key(rx: t0, tx: 0, Self.c, false) == merged, "a release is folded, not lost")
-        #expect(p.key(rx: t0, tx: 0, Self.b, false) == merged)
-        #expect(p.key(rx: t0, tx: 0, Self.d, false) == PLAYOUT_PUSH_KEY_NOT_HELD.rawValue, "d was refused")
-        #expect(p.key(rx: t0, tx: 0, Self.a, true) == flood, "no press overtakes a folded release")
-        #expect(p.p.pointee.stats.key_folded == 2)
-        let (events, state) = Self.drainKeys(p, from: t0, ticks: cap + 50)
-        #expect(events.count == cap + 2, "every queued change and both folded releases")
+        #expect(p.key(rx: t0, tx: 0, Self.c, false) == PLAYOUT_PUSH_KEY_NOT_HELD.rawValue, "c was refused")
+        #expect(p.key(rx: t0, tx: 0, Self.a, true) == flood)
+        #expect(p.p.pointee.stats.key_folded == 0)
+        // Two changes played: a press is taken again at once.
+        var t = t0, out = 0
+        while out < 2 && t < t0 + 1_000_000 { out += p.tick(t).keys.count; t += tickUs }
+        #expect(out == 2)
+        #expect(p.key(rx: t, tx: 0, Self.d, true) != flood)
+        #expect(p.key(rx: t, tx: 0, Self.d, false) != flood)
+        let (events, state) = Self.drainKeys(p, from: t, ticks: cap + 50)
+        #expect(out + events.count == cap + 2, "every queued change once")
         #expect(state.values.allSatisfy { !$0 }, "nothing stays down: \(state)")
-        let last = events.suffix(4).map { "\($0.1)\($0.2 ? "+" : "-")" }
-        #expect(last.sorted() == ["46+", "46-", "48+", "48-"].sorted())
-        let bDown = events.firstIndex { $0.1 == Self.b && $0.2 }!, bUp = events.firstIndex { $0.1 == Self.b && !$0.2 }!
-        #expect(bDown < bUp && events[bDown].0 < events[bUp].0)
-        // Drained: presses are taken again.
-        #expect(p.key(rx: t0 + UInt64(cap + 60) * tickUs, tx: 1_000_000, Self.d, true) != flood)
-        #expect(!p.tick(t0 + UInt64(cap + 60) * tickUs).idle)
+    }
+
+    /// A batch is taken whole when it fits (keyq_room) and refused whole
+    /// otherwise, each of its changes counted as a flood.
+    @Test(arguments: [(1, 0, true), (2, 2048 - 32, true), (3, 2048 - 31, false), (4, 2048, false)])
+    func wholeBatch(_ c: (Int, Int, Bool)) {
+        let p = CorePlayout()
+        let t0 = Self.t0
+        // c.1 changes queued first (a+ a- ...), then a batch of 32: 16 keys
+        // pressed and released.
+        for i in 0..<c.1 { p.key(rx: t0, tx: 0, Self.a, i % 2 == 0) }
+        let batch: [(UInt16, Bool)] = (UInt16(16)...UInt16(31)).flatMap { [($0, true), ($0, false)] }
+        var refused = [UInt32](repeating: 0, count: Int(PLAYOUT_KEY_REFUSED_COUNT.rawValue))
+        let fits = refused.withUnsafeMutableBufferPointer {
+            playout_keys_fit(p.p, 2 * 16, UInt32(batch.count), $0.baseAddress)
+        }
+        #expect(fits == c.2, "case \(c.0)")
+        if fits {
+            #expect(p.keys(rx: t0, tx: 0, batch) == UInt32(batch.count), "case \(c.0): a batch that fits is taken whole")
+        } else {
+            #expect(refused[Int(PLAYOUT_KEY_REFUSED_FLOOD.rawValue)] == UInt32(batch.count), "case \(c.0)")
+            let counted = withUnsafeBytes(of: p.p.pointee.stats.key_refused) { Array($0.bindMemory(to: UInt64.self)) }
+            #expect(counted[Int(PLAYOUT_KEY_REFUSED_FLOOD.rawValue)] == UInt64(batch.count), "case \(c.0)")
+        }
+    }
+
+    /// A release uses the place its press kept: with no room left, a batch
+    /// of releases of held keys needs none and is taken.
+    @Test func releasesNeedNoRoom() {
+        let p = CorePlayout()
+        let t0 = Self.t0
+        for i in 0..<(Int(REMOLO_KEYQ_CAP) - 2) { p.key(rx: t0, tx: 0, Self.a, i % 2 == 0) }
+        #expect(p.key(rx: t0, tx: 0, Self.b, true) == PLAYOUT_PUSH_ON_TIME.rawValue)
+        #expect(keyq_room(&p.p.pointee.k) == 0)
+        #expect(playout_keys_fit(p.p, 0, 1, nil), "a release needs no room")
+        #expect(!playout_keys_fit(p.p, 2, 2, nil), "a press and its release need 2")
+        #expect(p.keys(rx: t0, tx: 0, [(Self.b, false)]) == 1)
     }
 
     struct FlushCase: CustomTestStringConvertible, Sendable {
@@ -303,7 +340,7 @@ import Testing
                   first: [(shift, true)], drained: 20, then: [(a, true), (a, false), (b, true)]),
         FlushCase(id: 4, name: "more keys held than one tick releases",
                   first: (UInt16(16)...UInt16(35)).map { ($0, true) }, drained: 20, then: [(2, true)]),
-        FlushCase(id: 5, name: "a full queue with folded releases", first: [(c, true)], drained: 20,
+        FlushCase(id: 5, name: "a full queue", first: [(c, true)], drained: 20,
                   then: Array(repeating: [(a, true), (a, false)], count: Int(REMOLO_KEYQ_CAP) / 2).flatMap { $0 }
                         + [(c, false), (b, true)]),
     ])
@@ -367,7 +404,11 @@ import Testing
         // Each taken change came out once; the flush adds the releases of
         // what was still down (at most one per key).
         #expect(out >= taken && out <= taken + codes.count, "seed \(seed): \(out) out, \(taken) taken")
-        #expect(p.p.pointee.stats.key_folded > 0, "seed \(seed): the bursts filled the queue")
+        // The bursts filled the queue: presses were refused, and no release
+        // had to be folded (each press kept a place for its release).
+        let floods = withUnsafeBytes(of: p.p.pointee.stats.key_refused) { $0.bindMemory(to: UInt64.self)[Int(PLAYOUT_KEY_REFUSED_FLOOD.rawValue)] }
+        #expect(floods > 0, "seed \(seed): the bursts filled the queue")
+        #expect(p.p.pointee.stats.key_folded == 0, "seed \(seed)")
     }
 }
 

@@ -1,4 +1,4 @@
-import RemoloCore
+import RemoloPlayoutCore
 import Testing
 import RemoloTestSupport
 

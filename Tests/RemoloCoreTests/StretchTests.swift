@@ -1,5 +1,5 @@
 import Glibc
-import RemoloCore
+import RemoloPlayoutCore
 import Testing
 
 /// The time-stretched schedule (slew_permille, catchup_permille) in virtual

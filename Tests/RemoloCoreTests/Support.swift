@@ -1,4 +1,4 @@
-import RemoloCore
+import RemoloPlayoutCore
 
 
 func seedConfig() -> playout_config {

@@ -1,5 +1,6 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloService
 import RemoloTestSupport
 import Testing
 
@@ -72,14 +73,80 @@ import Testing
         }
     }
 
-    @Test("4: docs/service.md's keys table has a row for every key of the config file")
-    func configKeysDocumented() throws {
-        let page = try Self.text("docs/service.md")
-        for key in ReceiveConfig.keys where !page.contains("\n| `\(key.name)` | ") {
-            Issue.record("docs/service.md's keys table lacks `\(key.name)`")
+    /// docs/cli.md's `remolo receive` table as the key table makes it.
+    static var receiveTable: String {
+        var rows = ["| option / config key | value | default | what it does |", "|---|---|---|---|"]
+        for k in ReceiveConfig.keys {
+            let value = k.value.map { "`" + $0.replacingOccurrences(of: "|", with: "\\|") + "`" } ?? "flag"
+            rows.append("| `--\(k.name)` / `\(k.name)` | \(value) | \(k.defaultValue) | \(k.summary) |")
         }
+        return rows.joined(separator: "\n") + "\n"
     }
 
+    @Test("4: docs/cli.md's receive table is the key table, row for row (the config file's keys, --help's options)")
+    func configKeysDocumented() throws {
+        let page = try Self.text("docs/cli.md")
+        #expect(page.contains("\n" + Self.receiveTable), "docs/cli.md's receive table differs from the key table; it should read:\n\(Self.receiveTable)")
+        // And the service's page points there instead of a second copy.
+        let service = try Self.text("docs/service.md")
+        #expect(service.contains("](cli.md)"), "docs/service.md does not link docs/cli.md for the keys")
+        #expect(!service.contains("\n| `listen` | "), "docs/service.md keeps a second keys table")
+    }
+
+    @Test("7: the config file's keys are exactly receive's options, and the manual's CONFIGURATION FILE has each with its default")
+    func keysAreTheOptions() throws {
+        let options = ManualTests.listedOptions(try ManualTests.help("receive")).subtracting(["--help"])
+        #expect(options == Set(ReceiveConfig.keys.map { "--" + $0.name }),
+                "receive --help lists \(options.sorted()); the keys are \(ReceiveConfig.keys.map(\.name))")
+        let (root, man, _) = try ManualTests.installed()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        guard let groff = which("groff") else { return skip("manual keys", "no groff") }
+        let r = try run(groff, ["-man", "-Tutf8", "-rLL=200n", "-P-cbou", man])
+        let section = try #require(r.output.components(separatedBy: "\nCONFIGURATION FILE\n").dropFirst().first?
+            .components(separatedBy: "\nFILES\n").first, "no CONFIGURATION FILE section")
+        let flat = ManualTests.words(section).joined(separator: " ")
+        for k in ReceiveConfig.keys {
+            #expect(flat.contains("\(k.name) = \(k.value ?? "true|false")"), "the manual lacks the key \(k.name)")
+            #expect(flat.contains(ManualTests.words("Default: \(k.defaultValue).").joined(separator: " ")),
+                    "the manual lacks \(k.name)'s default")
+        }
+        #expect(flat.contains(ManualTests.words(ReceiveConfig.exampleFile).joined(separator: " ")), "no example file")
+        // The example is a file the parser takes.
+        #expect(try !ReceiveConfig.arguments(parsing: ReceiveConfig.exampleFile, path: "example").isEmpty)
+    }
+
+    /// The documents packaging/deb/build ships (its `shipped_docs=(...)`).
+    static func shippedDocs() throws -> Set<String> {
+        let build = try text("packaging/deb/build")
+        let m = try #require(build.firstMatch(of: /\nshipped_docs=\(([^)]*)\)/), "no shipped_docs in packaging/deb/build")
+        return Set(m.output.1.split(separator: " ").map(String.init))
+    }
+
+    @Test("8: runtime text names no docs/*.md path; a document it names is one the package ships")
+    func messagesNameShippedDocs() throws {
+        let shipped = try Self.shippedDocs()
+        for d in shipped { #expect(exists(Self.root + "/docs/" + d), "packaging/deb/build ships docs/\(d), which does not exist") }
+        var checked = 0
+        let sources = FileManager.default.enumerator(atPath: Self.root + "/Sources")!
+        while let rel = sources.nextObject() as? String {
+            guard rel.hasSuffix(".swift") else { continue }
+            let text = try Self.text("Sources/" + rel)
+            for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                // Code and string literals only: a comment may cite any doc.
+                let line = raw.trimmingCharacters(in: .whitespaces)
+                if line.hasPrefix("//") { continue }
+                let code = line.components(separatedBy: " // ").first!
+                checked += 1
+                for m in code.matches(of: /docs\/[a-z0-9-]+\.md/) {
+                    Issue.record("Sources/\(rel):\(n + 1): names \(m.output), which no installed copy has; name it as the manual's SEE ALSO does")
+                }
+                for m in code.matches(of: /(?:^|[^\/\w-])([a-z0-9-]+)\.md\b/) where !shipped.contains(String(m.output.1) + ".md") {
+                    Issue.record("Sources/\(rel):\(n + 1): names \(m.output.1).md, which the package does not ship (packaging/deb/build's shipped_docs)")
+                }
+            }
+        }
+        #expect(checked > 1000)
+    }
     @Test("5: docs/service.md states the exposure SystemdTests hold the units to")
     func exposureDocumented() throws {
         let page = try Self.text("docs/service.md")

@@ -1,5 +1,6 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloService
 import RemoloTestSupport
 import Testing
 
@@ -24,7 +25,10 @@ import Testing
         #expect(read(root + ServiceFiles.systemUnitPath)?.contains("ExecStart=\(CLIProcess.binary) receive --output uinput\n") == true)
 
         let again = try remolo(["install", "--system", "--root", root])
-        #expect(again.status == 0 && again.output.components(separatedBy: "unchanged ").count == Self.paths.count + 1, "\(again.output)")
+        // Every file unchanged, nothing written (the page too, when this
+        // process's REMOLO_WEB_ROOT, set by the web tests, makes it copied).
+        #expect(again.status == 0 && Self.paths.allSatisfy { again.output.contains("unchanged \(root + $0)") }
+                && !again.output.contains("wrote ") && !again.output.contains("updated "), "\(again.output)")
 
         let rt = try remolo(["install", "--rt", "30", "--root", root])
         #expect(rt.status == 0 && rt.output.contains("updated \(root + ServiceFiles.systemUnitPath)"), "\(rt.output)")
@@ -166,5 +170,60 @@ import Testing
         let ok = try remolo(["receive", "--listen", "127.0.0.1:\(port)", "--seconds", "0.3"], configDir: dir, timeout: 20)
         #expect(ok.status == 0, "\(ok.output)")
         #expect(ok.output.contains("listening on 127.0.0.1:\(port) (tcp+udp), frames to \(dir)/frames"), "\(ok.output)")
+    }
+
+    @Test("9: the phone page goes where the unit's binary finds it (that binary serves it), is kept by a repeat, refused over foreign files, and removed by uninstall")
+    func page() throws {
+        let root = tempPath("page")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let bin = "/opt/remolo-test/bin/remolo"
+        let page = root + "/opt/remolo-test/share/remolo/page"
+        let first = try remolo(["install", "--system", "--root", root, "--bin", bin])
+        #expect(first.status == 0 && first.output.contains("wrote \(page) (the phone page"), "\(first.output)")
+        let source = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().path + "/Remolo_RemoloWeb.resources/page"
+        #expect(read(page + "/index.html") == read(source + "/index.html") && read(page + "/index.html") != nil)
+        #expect(read(page + "/.remolo-install").map(ServiceFiles.isOurs) == true)
+        let again = try remolo(["install", "--system", "--root", root, "--bin", bin])
+        #expect(again.status == 0 && again.output.contains("unchanged \(page) (the phone page)"), "\(again.output)")
+
+        // The binary installed there serves the page from there, with no
+        // resource bundle beside it and no REMOLO_WEB_ROOT.
+        try FileManager.default.createDirectory(atPath: root + "/opt/remolo-test/bin", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: CLIProcess.binary, toPath: root + bin)
+        let cfg = tempPath("page-cfg")
+        defer { try? FileManager.default.removeItem(atPath: cfg) }
+        let rx = try run("/usr/bin/env", ["-u", "REMOLO_WEB_ROOT", "REMOLO_CONFIG_DIR=" + cfg, root + bin, "receive",
+                                          "--listen", "127.0.0.1:0", "--web", "127.0.0.1:0", "--sink", root + "/frames",
+                                          "--no-announce", "--seconds", "0.5"])
+        #expect(rx.status == 0 && rx.output.contains("phone page: https://127.0.0.1:"), "\(rx.output)")
+
+        let un = try remolo(["uninstall", "--root", root])
+        #expect(un.status == 0 && un.output.contains("removed \(page) (the phone page)"), "\(un.output)")
+        #expect(!exists(page) && !exists(root + "/opt/remolo-test/share/remolo"))
+
+        // Page files remolo did not write: refused before anything is written.
+        try FileManager.default.createDirectory(atPath: page, withIntermediateDirectories: true)
+        try "<p>mine</p>".write(toFile: page + "/index.html", atomically: false, encoding: .utf8)
+        let refused = try remolo(["install", "--system", "--root", root, "--bin", bin])
+        #expect(refused.status == 1 && refused.output.contains("holds page files remolo install did not write"), "\(refused.output)")
+        #expect(!exists(root + ServiceFiles.systemUnitPath) && read(page + "/index.html") == "<p>mine</p>")
+        let un2 = try remolo(["uninstall", "--root", root])
+        #expect(un2.status == 0 && read(page + "/index.html") == "<p>mine</p>", "\(un2.output)")
+    }
+
+    @Test("10: web, ca and no-redundancy in the config file: the receiver serves the page with the authority's certificate")
+    func receiveWebFromConfig() throws {
+        let dir = tempPath("cfg-web")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let port = try freePort(), web = try freePort()
+        try "listen = 127.0.0.1:\(port)\nweb = 127.0.0.1:\(web)\nca = true\nno-redundancy = true\nsink = \(dir)/frames\nseconds = 0.5\n"
+            .write(toFile: dir + "/" + ReceiveConfig.fileName, atomically: false, encoding: .utf8)
+        let r = try remolo(["receive", "--no-announce"], configDir: dir, timeout: 30)
+        #expect(r.status == 0, "\(r.output)")
+        #expect(r.output.contains("phone page: https://127.0.0.1:\(web)/"), "\(r.output)")
+        #expect(r.output.contains("certificate authority: "), "\(r.output)")
+        #expect(exists(dir + "/web-ca.pem"), "no authority made")
     }
 }

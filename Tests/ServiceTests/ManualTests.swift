@@ -1,5 +1,6 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloService
 import RemoloTestSupport
 import Testing
 
@@ -85,6 +86,29 @@ import Testing
         #expect(r.status == 0, "\(r.output.prefix(500))")
         #expect(r.output.contains("remolo - a phone or another computer"), "\(r.output.prefix(500))")
         #expect(!r.output.contains("warning:"), "\(r.output.prefix(2000))")
+    }
+
+    @Test("5: at MANWIDTH=80 no line of man's output is wider than 80 columns; no option's value is glued to its description")
+    func fitsEighty() throws {
+        guard let manTool = which("man") else { return skip("man -l", "no man (Debian package man-db)") }
+        let (root, man, _) = try Self.installed()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let r = try run(manTool, ["-l", man], environment: ["MANWIDTH": "80", "MANPAGER": "cat", "PAGER": "cat"])
+        #expect(r.status == 0)
+        let wide = r.output.split(separator: "\n").filter { $0.count > 80 }
+        #expect(wide.isEmpty, "\(wide.count) lines over 80 columns:\n\(wide.joined(separator: "\n"))")
+        for section in ["CONFIGURATION FILE", "FILES", "EXIT STATUS", "ENVIRONMENT", "EXAMPLES", "SEE ALSO"] {
+            #expect(r.output.contains("\n" + section + "\n"), "no \(section) section")
+        }
+        // A value the synopsis names (`allow|deny`) is the item's, never
+        // the first word of its description.
+        for name in try Self.commandNames() {
+            let u = UsageText(parsing: try Self.help(name))
+            for case .item(let item) in u.blocks {
+                guard let v = u.options.first(where: { $0.flag == item.term })?.value, let first = item.lines.first else { continue }
+                #expect(!first.hasPrefix(v + " ") && first != v, "remolo \(name) \(item.term): '\(first)' starts with its value")
+            }
+        }
     }
 
     @Test("3: roff escapes", arguments: [

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloService
 
 /// `$REMOLO_CONFIG_DIR/config` as argument words, and its mistakes named by
 /// line with how to fix them.
@@ -19,6 +20,8 @@ struct ReceiveConfigTests {
          ["--sink", "/var/lib/remolo/frames", "--record-arrivals", "/var/lib/remolo/a.trace"]),
         (11, "\t# indented comment\nname = a=b # not a comment", ["--name", "a=b # not a comment"]),
         (12, "listen = [::]:7420", ["--listen", "[::]:7420"]),
+        (13, "web = 8443\nca = true\nno-redundancy = yes", ["--web", "8443", "--ca", "--no-redundancy"]),
+        (14, "web = 127.0.0.1:8443\nca = false", ["--web", "127.0.0.1:8443"]),
     ] as [(Int, String, [String])])
     func parses(_ id: Int, _ text: String, _ words: [String]) throws {
         #expect(try ReceiveConfig.arguments(parsing: text, path: "config") == words)

@@ -1,5 +1,6 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloService
 import RemoloTestSupport
 import Testing
 
@@ -170,8 +171,8 @@ import Testing
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Service/boot").path
 
-    @Test("1: the receiver runs under systemd as the unit says", arguments: [
-        (1, [] as [String]), (2, ["--rt", "40"]),
+    @Test("1: the receiver runs under systemd as the unit says; 3: with `web` and `pair` in the config, a phone's page and a sender's pairing from a fresh install", arguments: [
+        (1, [] as [String]), (2, ["--rt", "40"]), (3, ["--phone"]),
     ] as [(Int, [String])])
     func boot(_ id: Int, _ args: [String]) throws {
         guard geteuid() == 0 else { return skip("boot", "booting a container needs root") }

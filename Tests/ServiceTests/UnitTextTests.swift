@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloService
 
 /// The unit's text: every hardening directive is there, and `--rt` trades
 /// RestrictRealtime= for CAP_SYS_NICE and nothing else.

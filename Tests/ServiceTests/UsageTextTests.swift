@@ -1,4 +1,5 @@
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloService
 import Testing
 
 /// Reading a usage text back into its parts (UsageText), the source of the

@@ -1,7 +1,7 @@
 import Testing
 import Foundation
 import Synchronization
-@testable import Remolo
+@testable import RemoloPlayout
 @testable import RemoloSession
 import RemoloSystem
 

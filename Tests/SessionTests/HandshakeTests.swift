@@ -1,6 +1,6 @@
 import Testing
 import Synchronization
-@testable import Remolo
+@testable import RemoloPlayout
 @testable import RemoloSession
 import RemoloSystem
 

@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 import RemoloTestSupport
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloSender
 @testable import RemoloSession
 import RemoloSystem
 

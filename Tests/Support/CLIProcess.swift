@@ -2,8 +2,7 @@
 // time, and a pair of config directories holding a paired sender and
 // receiver.
 import Foundation
-import Remolo
-import RemoloSession
+import RemoloPlayout
 import RemoloSession
 import RemoloSystem
 
@@ -154,10 +153,22 @@ public struct PairedConfigs {
 }
 
 /// A TCP+UDP port on 127.0.0.1 that was free a moment ago.
+/// Both are tried: a TCP port the kernel hands out may be some other
+/// socket's UDP port already.
 public func freePort() throws -> UInt16 {
-    let l = try TCPListener(host: "127.0.0.1", port: 0)
-    defer { l.close() }
-    return l.port
+    var attempt = 0
+    while true {
+        attempt += 1
+        let l = try TCPListener(host: "127.0.0.1", port: 0)
+        defer { l.close() }
+        do {
+            let fd = try Socket.bindUDP(host: "127.0.0.1", port: l.port)
+            close(fd)
+            return l.port
+        } catch {
+            if attempt == 16 { throw error }
+        }
+    }
 }
 
 /// The tests' one seeded generator (SplitMix64): the same seed, the same

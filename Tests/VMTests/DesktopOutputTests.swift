@@ -1,11 +1,16 @@
 import CEvdev
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloDevices
+@testable import RemoloDesktop
+@testable import RemoloReceiver
+@testable import RemoloSender
 import RemoloSession
 import RemoloSystem
 import Synchronization
 import Testing
 import RemoloTestSupport
+import RemoloTypes
 
 // The pointer on a real desktop stack: libinput's acceleration of the uinput
 // pointer measured per speed (adaptive and flat), and a real Xorg (dummy
@@ -235,8 +240,8 @@ extension VMSuite {
                     sleepTick()
                 }
                 usleep(150_000)
-                try d.write(PointerFrame(buttons: [ButtonChange(code: MouseButton.right.evdevCode, down: true)]))
-                try d.write(PointerFrame(buttons: [ButtonChange(code: MouseButton.right.evdevCode, down: false)]))
+                try d.write(PointerFrame(buttons: [KeyChange(code: MouseButton.right.evdevCode, down: true)]))
+                try d.write(PointerFrame(buttons: [KeyChange(code: MouseButton.right.evdevCode, down: false)]))
                 usleep(150_000)
                 next = monotonicNs()
                 _ = band

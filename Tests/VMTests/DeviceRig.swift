@@ -1,6 +1,6 @@
 import CEvdev
 import Foundation
-import Remolo
+import RemoloPlayout
 import RemoloInput
 import Synchronization
 import Testing

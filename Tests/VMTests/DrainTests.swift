@@ -1,7 +1,10 @@
 import CEvdev
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloDevices
+@testable import RemoloReceiver
 import RemoloCore
+import RemoloPlayoutCore
 @testable import RemoloSession
 import RemoloSystem
 import Synchronization
@@ -178,9 +181,11 @@ extension VMSuite {
             // 480 Hz would be 17% slower: the bounds hold the stats' publish
             // lag (a few ms at each end of 1.1 s) and nothing more.
             #expect(perSecond > 0.96 * rate.hz && perSecond < 1.04 * rate.hz, "\(perSecond) expirations a second")
-            // Lateness is measured against the configured period: with the
-            // timer at another rate it would spread over the whole tick.
-            #expect(lateP50 < periodUs / 2, "p50 tick lateness \(lateP50) us")
+            // The frames fall on whole 576 Hz ticks, closer than on 480 Hz
+            // ones. (The tick lateness is printed, not held: in a VM under
+            // TCG its median alone comes near half a tick, 868 us, at either
+            // rate, so it cannot tell the two apart.)
+            #expect(fit576 < fit480, "frame intervals off 576 Hz ticks by \(fit576) us, off 480 Hz by \(fit480) us")
         }
     }
 }

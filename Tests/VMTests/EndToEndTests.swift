@@ -1,6 +1,8 @@
 import CEvdev
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloLab
 import RemoloTrace
 @testable import RemoloSession

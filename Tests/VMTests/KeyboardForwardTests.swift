@@ -1,6 +1,9 @@
 import CEvdev
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloDevices
+import RemoloReceiver
+import RemoloSender
 import RemoloSession
 import Synchronization
 import Testing

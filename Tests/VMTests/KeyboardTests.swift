@@ -1,10 +1,15 @@
 import CEvdev
 import Foundation
-@testable import Remolo
+@testable import RemoloPlayout
+@testable import RemoloDevices
+@testable import RemoloReceiver
+@testable import RemoloSender
 @testable import RemoloSession
 import RemoloSystem
 import RemoloCore
+import RemoloPlayoutCore
 import Testing
+import RemoloTypes
 
 /// The kernel's own key state of a device: a fresh libevdev handle asks the
 /// kernel with EVIOCGKEY when it opens (libevdev_new_from_fd), so this is

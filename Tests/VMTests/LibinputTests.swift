@@ -1,9 +1,11 @@
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloDevices
 import RemoloSession
 import RemoloSystem
 import Synchronization
 import Testing
+import RemoloTypes
 
 /// Collects a child's output lines as they come.
 final class LineCollector: Sendable {
@@ -90,7 +92,7 @@ extension VMSuite {
             let added = out.wait(seconds: 30) { $0.contains { $0.contains("DEVICE_ADDED") } }
             try #require(added, "libinput never added the device:\n\(out.snapshot.joined(separator: "\n"))")
 
-            typealias B = ButtonChange
+            typealias B = KeyChange
             let frames = [
                 PointerFrame(dx: 5, dy: -3),
                 PointerFrame(buttons: [B(code: MouseButton.left.evdevCode, down: true)]),

@@ -1,6 +1,7 @@
 import CEvdev
 import Foundation
 import RemoloCore
+import RemoloPlayoutCore
 import Testing
 
 /// A write to the device that fails must not lose a button change: the

@@ -1,6 +1,7 @@
 import CEvdev
 import Foundation
-import Remolo
+import RemoloPlayout
+import RemoloSender
 import RemoloSession
 import Testing
 import RemoloTestSupport

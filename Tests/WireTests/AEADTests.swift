@@ -1,4 +1,4 @@
-import RemoloCore
+import RemoloPlayoutCore
 import Testing
 
 // RFC 8439 section 2.8.2, through wire_aead_seal / wire_aead_open: the

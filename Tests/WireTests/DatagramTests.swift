@@ -1,10 +1,11 @@
 import Glibc
-import Remolo
+import RemoloPlayout
 import RemoloSession
 import RemoloSystem
-import RemoloCore
+import RemoloPlayoutCore
 import RemoloTrace
 import Testing
+import RemoloTypes
 
 @Suite struct RoundTripTests {
     struct Case: Sendable, CustomTestStringConvertible {

@@ -1,8 +1,8 @@
 import Glibc
-import Remolo
+import RemoloPlayout
 import RemoloSession
 import RemoloSystem
-import RemoloCore
+import RemoloPlayoutCore
 import Testing
 
 /// wire_newest reads a session's newest counter in place (no session, and

@@ -1,5 +1,5 @@
-import Remolo
-import RemoloCore
+import RemoloPlayout
+import RemoloPlayoutCore
 import RemoloSession
 import RemoloSystem
 import RemoloTrace

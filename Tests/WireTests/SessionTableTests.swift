@@ -1,10 +1,10 @@
 import Glibc
-import Remolo
+import RemoloPlayout
 import RemoloLab
 import RemoloTrace
 import RemoloSession
 import RemoloSystem
-import RemoloCore
+import RemoloPlayoutCore
 import Testing
 import RemoloTestSupport
 

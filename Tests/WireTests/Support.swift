@@ -1,7 +1,7 @@
-import Remolo
+import RemoloPlayout
 import RemoloSession
 import RemoloSystem
-import RemoloCore
+import RemoloPlayoutCore
 
 // Fixed test material: key byte i = i (A) or 0x80 + i (B), as the fuzz
 // corpus uses, so failures are reproducible by hand.

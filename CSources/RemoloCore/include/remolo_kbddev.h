@@ -3,7 +3,7 @@
  * The keyboard output: a uinput keyboard, "Remolo keyboard", created with
  * libevdev beside the pointer (remolo_ptrdev.h), with every key of a
  * standard 105-key keyboard plus the international, media and volume keys
- * (kbddev_has_key lists them).
+ * (playout_has_key lists them: keyset.c).
  *
  * One drain tick's key changes (struct playout_out's key[]) become one
  * frame written with one write() ending in SYN_REPORT. A key that changes
@@ -52,7 +52,7 @@ struct kbddev {
 };
 
 /*
- * True for a key the Remolo keyboard has: the one list of keys the
+ * True for a key the Remolo keyboard has (playout_has_key): the one list of keys the
  * receiver takes (a key outside it is refused as "unknown key"). Pure.
  */
 bool kbddev_has_key(uint16_t code);

@@ -112,8 +112,18 @@ struct rx_cmd {
 	uint8_t id[WIRE_ID_LEN];
 	uint8_t op;
 	uint8_t nkeys;                  /* RX_OP_KEYS: changes in keys[] */
+	/* RX_OP_KEYS: 0, or the changes of the whole batch this command
+	 * begins (its own and those of the commands that continue it), and
+	 * the room it needs in the session's key queue: 2 per press in it, the
+	 * press and the place its release keeps (a release uses the place its
+	 * press kept, so it needs none). The batch is refused whole, each of
+	 * its changes counted a flood, unless keyq_room covers `need`; one
+	 * that fits is refused none of its changes for want of room. */
+	uint16_t whole;
+	uint16_t need;
 	struct playout_key keys[REMOLO_RX_KEYS_PER_CMD];
 };
+_Static_assert(2u * REMOLO_KEYQ_CAP <= UINT16_MAX, "a batch that can fit has its size and need in rx_cmd");
 
 /*
  * The result of a key command (RX_OP_KEYS, or RX_OP_PUSH of a
@@ -258,9 +268,36 @@ int rx_loop_run_error(const struct rx_loop *l);
  * several threads serialise among themselves). Returns its sequence number
  * (0 .. 2^32-1), or -EAGAIN when the ring is full. */
 int64_t rx_cmd_push(struct rx_loop *l, const struct rx_cmd *c);
-/* 1 with *result set (>= 0 or -errno) once command seq has run, else 0.
- * A result stays readable until command seq + REMOLO_RX_CMDQ_CAP runs. */
+/* rx_cmd_push that, while the ring is full, blocks until the loop frees a
+ * slot instead of failing: the sequence number, -ETIMEDOUT (still full
+ * after timeout_ns), -ECANCELED (full and the loop has stopped), or -errno.
+ * The same producer rule holds. */
+int64_t rx_cmd_push_wait(struct rx_loop *l, const struct rx_cmd *c, uint64_t timeout_ns);
+/* Command seq's result, without blocking:
+ *    1  *result set (>= 0 or -errno, the command's own outcome);
+ *    0  not run yet;
+ *   -ESTALE  it ran, but its result is gone.
+ * A result lives in its command's slot of the ring, so it can be read
+ * until command seq + REMOLO_RX_CMDQ_CAP runs; after that the slot holds
+ * that command's result, and handing it out would tell the caller, say,
+ * another session's slot number. The slot keeps the sequence number
+ * beside the result (one atomic word), so expiry is detected, never
+ * guessed. -ESTALE, like NFS's stale handle: what it named is gone. A
+ * seq 2^31 or more behind the loop reads as not run yet. */
 int rx_cmd_result(const struct rx_loop *l, uint32_t seq, int32_t *result);
+/* Blocks until command seq has run, at most timeout_ns (0: look once;
+ * UINT64_MAX: no limit):
+ *    1  *result set, as rx_cmd_result;
+ *   -ESTALE  as rx_cmd_result (the caller slept through
+ *            REMOLO_RX_CMDQ_CAP later commands);
+ *   -ETIMEDOUT  not run in time (a loop not yet started runs it later);
+ *   -ECANCELED  the loop has stopped and will never run it;
+ *   -errno  the futex failed.
+ * A futex (futex(2)) the loop signals after each batch of commands, not a
+ * poll: the caller sleeps until the loop has news. Any thread, any number
+ * of them (l is not const: a waiter counts itself in, so that the loop
+ * makes the wake-up system call only when someone waits). */
+int rx_cmd_wait(struct rx_loop *l, uint32_t seq, int32_t *result, uint64_t timeout_ns);
 /* A consistent snapshot of the loop's statistics, from any thread. */
 void rx_stats_read(const struct rx_loop *l, struct rx_stats *out);
 

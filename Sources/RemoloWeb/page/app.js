@@ -45,6 +45,7 @@ const facts = () => ({
   coalesced: typeof PointerEvent !== "undefined" && "getCoalescedEvents" in PointerEvent.prototype,
   frameHz: clock.hz, standalone: standalone(), fullscreenApi: fullscreenApi(), wakeLock: wakeState,
   identity: identityState, secureContext: window.isSecureContext, ua: navigator.userAgent, ios, link: lastFailure,
+  transport: link?.transport ?? null,
 });
 
 // What the page sent in its current session, for people (the status line)
@@ -55,7 +56,7 @@ window.remolo = { get sent() { return framer.sent; }, get state() { return state
   get touchpad() { return JSON.parse(JSON.stringify({ phase: trackpad.recognizer.phase, contacts: trackpad.recognizer.contacts, slots: [...trackpad.slots] })); },
   get typed() { return typed.slice(); }, get identityStored() { return identity?.stored; },
   get frameHz() { return clock.hz; }, get coalesced() { return facts().coalesced; }, get note() { return $("note").hidden ? "" : $("note").textContent; },
-  get diagnostics() { return diagnostics(facts()); }, get tips() { return [...$("tips").children].map((t) => t.id.slice(4)); },
+  get diagnostics() { return diagnostics(facts()); }, get transport() { return link?.transport ?? null; }, get tips() { return [...$("tips").children].map((t) => t.id.slice(4)); },
   get keyboard() { return { ...(link?.keyboard ?? {}), open: !$("keys").hidden, focused: soft.focused, field: $("typing").value, held: [...keys.held], modifiers: [...keys.modifiers.pressed] }; } };
 
 function show() {
@@ -109,6 +110,10 @@ bindRange("accel", "acceleration", "accelv");
 bindRange("scrollspeed", "scrollSpeed", "scrollv");
 $("natural").checked = settings.naturalScrolling;
 $("natural").onchange = () => { settings.naturalScrolling = framer.settings.naturalScrolling = $("natural").checked; store.saveSettings(settings); };
+// The data channel (datapath.js): on unless turned off here; a change
+// takes effect at the next session.
+$("datachannel").checked = settings.dataChannel !== false;
+$("datachannel").onchange = () => { settings.dataChannel = $("datachannel").checked; store.saveSettings(settings); };
 $("gear").onclick = () => { const s = $("settings"); s.hidden = !s.hidden; $("gear").setAttribute("aria-expanded", String(!s.hidden)); showDiagnostics(); };
 
 // --- the surface
@@ -236,7 +241,9 @@ function deliver(frameUs, visible) {
   trackpad.tick(frameUs);
   if (!link) { framer.discard(); return; }
   for (const d of framer.frame(frameUs, visible, clock.periodUs)) {
-    link.send(d, frameUs);
+    // A button the link sent as a button message (on the data channel's
+    // sessions) is no datagram: what was sent says so, for the totals.
+    if (link.send(d, frameUs) === "message") { framer.sent.datagrams--; framer.sent.buttonMessages = (framer.sent.buttonMessages ?? 0) + 1; }
     sentThisSecond++;
   }
 }
@@ -336,6 +343,9 @@ async function start() {
     pairingCode = null; // one try per code: a wrong one is burned anyway
     const l = await connect({
       url: wsURL, identity, receiverPublicKey, codeBytes: code, hello: !baseOnly,
+      dataChannel: settings.dataChannel !== false && typeof RTCPeerConnection === "function",
+      noChannel: settings.dataChannel === false ? "off" : "noPeerConnection",
+      onPath: () => showDiagnostics(),
       // Why a WebSocket failed before opening: the page's origin asked once
       // (link.js classifyLinkFailure).
       probe: () => probeOrigin("/manifest.webmanifest"), online: () => navigator.onLine, port: location.port || "443",

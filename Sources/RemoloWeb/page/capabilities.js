@@ -55,7 +55,8 @@ export function fullScreenMode({ standalone, fullscreenApi }) {
  * (FrameClock.hz, 0 while measuring), standalone, fullscreenApi, wakeLock
  * ("unavailable", "idle", "held", "released", "refused"), identity ("key",
  * "wrapped", "none", or undefined while loading), secureContext, ua, ios,
- * link (the last connection problem, classifyLinkFailure's, or null).
+ * link (the last connection problem, classifyLinkFailure's, or null),
+ * transport (the session's datagram path, link.js Link.transport, or null).
  */
 export function diagnostics(facts) {
   const f = { ...facts };
@@ -84,12 +85,32 @@ export function diagnostics(facts) {
   line("Secure context", f.secureContext ? "yes (https): WebCrypto available"
     : "no: WebCrypto is missing; open the page's https:// address");
   line("Engine", engine);
+  if (f.transport) line("Transport", transportLine(f.transport));
   if (f.link) line("Connection", f.link.message);
   return {
     coalesced: !!f.coalesced, frameHz: f.frameHz || 0, fullScreen, standalone: !!f.standalone,
     fullscreenApi: !!f.fullscreenApi, wakeLock: f.wakeLock, identity: f.identity ?? null,
-    secureContext: !!f.secureContext, ios: !!f.ios, engine, link: f.link?.kind ?? null, lines,
+    secureContext: !!f.secureContext, ios: !!f.ios, engine, link: f.link?.kind ?? null,
+    transport: f.transport ?? null, lines,
   };
+}
+
+const TRANSPORT_WHY = {
+  opened: "", starting: "opening the data channel…", noPeerConnection: "this browser has no WebRTC (RTCPeerConnection)",
+  notGranted: "the receiver offers no data channel (an older receiver, or its web page without one)",
+  off: "the data channel is off in the settings", baseOnly: "the receiver speaks only the base protocol (older version)",
+  refused: "the receiver refused the data channel", timedOut: "the data channel did not open (UDP blocked by a firewall?)",
+  stalled: "the data channel stopped delivering", closed: "the data channel closed",
+};
+
+/**
+ * The transport line: where the datagrams go (link.js Link.transport:
+ * {path, reason, problem}) and why, in words.
+ */
+export function transportLine({ path, reason, problem } = {}) {
+  if (path === "datachannel") return "UDP data channel (unordered, no resends): a lost datagram holds nothing back";
+  const why = problem || TRANSPORT_WHY[reason] || reason || "";
+  return `WebSocket (TCP: a lost packet holds back the ones behind it)${why ? ` — ${why}` : ""}`;
 }
 
 export const FULL_SCREEN_TIP = "For a full-screen trackpad: Share → Add to Home Screen, then open Remolo from the Home Screen.";

@@ -21,7 +21,7 @@ const U64_MAX = 0xffffffffffffffffn;
 
 /** Message types and their exact plaintext lengths (type byte included). */
 export const ControlType = Object.freeze({ settings: 0x01, button: 0x02, motion: 0x03, scroll: 0x04, ping: 0x05, pong: 0x06, bye: 0x07, receipt: 0x08,
-  hello: 0x09, key: 0x0a, text: 0x0b, refused: 0x0c });
+  hello: 0x09, key: 0x0a, text: 0x0b, refused: 0x0c, channelOffer: 0x0d, channelAnswer: 0x0e, channelPath: 0x0f });
 const LENGTH = { 0x01: 14, 0x02: 15, 0x03: 17, 0x04: 17, 0x05: 9, 0x06: 9, 0x07: 2, 0x08: 9, 0x09: 6, 0x0a: 16, 0x0c: 8 };
 const NAME = Object.fromEntries(Object.entries(ControlType).map(([k, v]) => [v, k]));
 
@@ -32,7 +32,103 @@ const NAME = Object.fromEntries(Object.entries(ControlType).map(([k, v]) => [v, 
 export const TEXT_HEADER_LENGTH = 13;
 export const MAX_TEXT_BYTES = 256;
 /** Feature bits of a hello (u32). */
-export const Feature = Object.freeze({ keyboard: 1 });
+export const Feature = Object.freeze({ keyboard: 1, redundancy: 2, dataChannel: 4 });
+
+// The data channel (feature bit 2; docs/protocol.md, "The data channel"):
+// the page's offer (its ICE ufrag and password, its DTLS certificate's
+// SHA-256), the receiver's answer, and which path the page's datagrams take.
+export const CHANNEL_UFRAG_LENGTHS = [4, 64];
+export const CHANNEL_PASSWORD_LENGTHS = [22, 128];
+export const CHANNEL_MAX_ADDRESSES = 8;
+/** The status of a channel answer. */
+export const ChannelAnswerStatus = Object.freeze({ ready: 0, unavailable: 1, busy: 2, badOffer: 3 });
+/** The path of a channel path message, and why. */
+export const ChannelPathKind = Object.freeze({ webSocket: 0, dataChannel: 1 });
+export const ChannelPathReason = Object.freeze({ opened: 0, noPeerConnection: 1, refused: 2, timedOut: 3, stalled: 4, closed: 5 });
+const ANSWER_NAME = Object.fromEntries(Object.entries(ChannelAnswerStatus).map(([k, v]) => [v, k]));
+const PATH_REASON_NAME = Object.fromEntries(Object.entries(ChannelPathReason).map(([k, v]) => [v, k]));
+const ICE_CHAR = /^[A-Za-z0-9+/]*$/;
+
+/** An ICE ufrag or password (RFC 8839 ice-chars) as a length byte and its ASCII. */
+function iceField(value, [lo, hi], what) {
+  if (typeof value !== "string" || !ICE_CHAR.test(value) || value.length < lo || value.length > hi) {
+    throw new RangeError(`${what} must be ${lo}..${hi} ICE characters (A-Z a-z 0-9 + /), got ${JSON.stringify(value)}`);
+  }
+  return [value.length, ...utf8Encoder.encode(value)];
+}
+
+function readIceField(p, at, [lo, hi], what) {
+  const n = p[at];
+  if (n === undefined || n < lo || n > hi || at + 1 + n > p.length) throw badMessage(`${what} length`);
+  const s = String.fromCharCode(...p.subarray(at + 1, at + 1 + n));
+  if (!ICE_CHAR.test(s)) throw badMessage(`${what} has a character ICE does not allow`);
+  return [s, at + 1 + n];
+}
+
+function encodeChannel(m) {
+  const b = [ControlType[m.type]];
+  if (m.type === "channelOffer") {
+    if (!(m.fingerprint instanceof Uint8Array) || m.fingerprint.length !== 32) throw new RangeError("a channel offer's fingerprint is the 32-byte SHA-256 of the page's DTLS certificate");
+    b.push(...iceField(m.ufrag, CHANNEL_UFRAG_LENGTHS, "ufrag"), ...iceField(m.pwd, CHANNEL_PASSWORD_LENGTHS, "pwd"), ...m.fingerprint);
+  } else if (m.type === "channelAnswer") {
+    b.push(uint(m.status, 8, "status"));
+    if (m.status === ChannelAnswerStatus.ready) {
+      b.push(uint(m.port, 16, "port") >> 8, m.port & 0xff, ...m.fingerprint);
+      b.push(...iceField(m.ufrag, CHANNEL_UFRAG_LENGTHS, "ufrag"), ...iceField(m.pwd, CHANNEL_PASSWORD_LENGTHS, "pwd"));
+      if (m.addresses.length < 1 || m.addresses.length > CHANNEL_MAX_ADDRESSES) throw new RangeError(`1..${CHANNEL_MAX_ADDRESSES} addresses`);
+      b.push(m.addresses.length);
+      for (const a of m.addresses) b.push(a.length === 4 ? 4 : 6, ...a);
+    }
+  } else {
+    if (!Object.values(ChannelPathKind).includes(m.path) || PATH_REASON_NAME[m.reason] === undefined) throw new RangeError("channel path: path 0..1 (ChannelPathKind), reason 0..5 (ChannelPathReason)");
+    b.push(m.path, m.reason);
+  }
+  if (b.length > MAX_PLAINTEXT_LENGTH) throw new RangeError("channel message over a control frame");
+  return Uint8Array.from(b);
+}
+
+function decodeChannel(type, p) {
+  let at = 1;
+  let m;
+  if (type === "channelOffer") {
+    let ufrag, pwd;
+    [ufrag, at] = readIceField(p, at, CHANNEL_UFRAG_LENGTHS, "channel offer ufrag");
+    [pwd, at] = readIceField(p, at, CHANNEL_PASSWORD_LENGTHS, "channel offer password");
+    if (at + 32 > p.length) throw badMessage("channel offer fingerprint cut short");
+    m = { type, ufrag, pwd, fingerprint: p.slice(at, at + 32) };
+    at += 32;
+  } else if (type === "channelAnswer") {
+    const status = p[at++];
+    if (ANSWER_NAME[status] === undefined) throw badMessage(`unknown channel answer status ${status}`);
+    m = { type, status, statusName: ANSWER_NAME[status] };
+    if (status === ChannelAnswerStatus.ready) {
+      if (at + 34 > p.length) throw badMessage("channel answer cut short");
+      const port = (p[at] << 8) | p[at + 1];
+      if (port === 0) throw badMessage("channel answer without a port");
+      const fingerprint = p.slice(at + 2, at + 34);
+      at += 34;
+      let ufrag, pwd;
+      [ufrag, at] = readIceField(p, at, CHANNEL_UFRAG_LENGTHS, "channel answer ufrag");
+      [pwd, at] = readIceField(p, at, CHANNEL_PASSWORD_LENGTHS, "channel answer password");
+      const n = p[at++];
+      if (!(n >= 1 && n <= CHANNEL_MAX_ADDRESSES)) throw badMessage("channel answer address count");
+      const addresses = [];
+      for (let i = 0; i < n; i++) {
+        const len = p[at] === 4 ? 4 : p[at] === 6 ? 16 : 0;
+        if (!len || at + 1 + len > p.length) throw badMessage("channel answer address");
+        addresses.push(p.slice(at + 1, at + 1 + len));
+        at += 1 + len;
+      }
+      Object.assign(m, { port, fingerprint, ufrag, pwd, addresses });
+    }
+  } else {
+    if (p[1] > 1 || PATH_REASON_NAME[p[2]] === undefined) throw badMessage("channel path");
+    m = { type, path: p[1], reason: p[2], reasonName: PATH_REASON_NAME[p[2]] };
+    at = 3;
+  }
+  if (at !== p.length) throw badMessage(`${p.length - at} bytes after a ${type} message`);
+  return m;
+}
 /** The keyboard status of a receiver's hello (a sender sends 0). */
 export const KeyboardStatus = Object.freeze({ allowed: 0, off: 1, notAllowed: 2, noDevice: 3 });
 /** Why the receiver refused a key or text message. */
@@ -91,6 +187,7 @@ function int32(v, what) {
 export function encodeControlMessage(m) {
   const t = ControlType[m.type];
   if (t === undefined) throw new TypeError(`unknown control message type "${m.type}"; one of ${Object.keys(ControlType).join(", ")}`);
+  if (t >= ControlType.channelOffer) return encodeChannel(m);
   let out;
   if (m.type === "text") {
     const bytes = textBytes(m.text);
@@ -184,6 +281,12 @@ export function decodeControlMessage(p) {
   const t = p[0];
   const type = NAME[t];
   if (type === undefined) throw badMessage(`unknown type 0x${t.toString(16)}`);
+  if (t >= ControlType.channelOffer) {
+    // Variable length: the offer 61..227 bytes, the answer 2..512, the path 3.
+    const [lo, hi] = { channelOffer: [61, 227], channelAnswer: [2, MAX_PLAINTEXT_LENGTH], channelPath: [3, 3] }[type];
+    if (p.length < lo || p.length > hi) throw badMessage(`type 0x${t.toString(16)} (${type}) is ${lo}..${hi} bytes, got ${p.length}`);
+    return decodeChannel(type, p);
+  }
   if (type === "text") {
     const lo = TEXT_HEADER_LENGTH + 1, hi = TEXT_HEADER_LENGTH + MAX_TEXT_BYTES;
     if (p.length < lo || p.length > hi) throw badMessage(`type 0x0b (text) is ${lo}..${hi} bytes, got ${p.length}`);

@@ -1,5 +1,6 @@
 // Sealed pointer datagrams (docs/protocol.md, "Pointer datagrams"): 49
-// bytes each, sender to receiver over UDP, all integers little-endian.
+// bytes each (65 in the redundant layout), sender to receiver over UDP, all
+// integers little-endian.
 //
 //   0  session id (8)  | 8 counter u64 (8) | 16 ciphertext (17) | 33 tag (16)
 //   plaintext: kind u8 | a i32 | b i32 | tx_us u64
@@ -13,6 +14,13 @@ import { toU64, view } from "./bytes.js";
 export const DATAGRAM_LENGTH = 49;
 export const HEADER_LENGTH = 16;
 export const PLAINTEXT_LENGTH = 17;
+// The redundant layout (feature bit 1, docs/protocol.md "Redundancy"): the
+// 17 bytes, then the session's running totals, u32 little-endian each,
+// modulo 2^32: motion x, motion y, scroll vertical, scroll horizontal of
+// every datagram sealed so far, this one included. The receiver plays the
+// motion of lost datagrams from the next one that arrives.
+export const REDUNDANT_DATAGRAM_LENGTH = 65;
+export const REDUNDANT_PLAINTEXT_LENGTH = 33;
 export const Kind = Object.freeze({ motion: 1, scroll: 2, button: 3, heartbeat: 4 });
 const U64_MAX = 0xffffffffffffffffn;
 
@@ -56,32 +64,41 @@ export class DatagramSealer {
     this.key = key;
     this.sessionId = sessionId.slice();
     this.counter = 0n;
+    // Running totals of every datagram sealed (u32 wrap), kept from the
+    // first one so that turning `redundant` on later still counts them all.
+    this.totals = new Uint32Array(4);
+    /** Seal the 65-byte layout (only once the receiver's hello granted redundancy). */
+    this.redundant = false;
   }
 
   /**
-   * One 49-byte datagram for a payload (motion(), scroll(), button(),
-   * heartbeat()) stamped with the sender clock in microseconds.
+   * One datagram (49 bytes, or 65 with `redundant`) for a payload
+   * (motion(), scroll(), button(), heartbeat()) stamped with the sender
+   * clock in microseconds.
    */
   seal(payload, txMicros) {
     if (this.counter > U64_MAX) throw new RangeError("datagram counter exhausted: open a new session (new keys)");
-    const out = sealDatagram(this.key, this.sessionId, this.counter, payload, txMicros);
+    if (payload.kind === Kind.motion) { this.totals[0] += payload.a; this.totals[1] += payload.b; }
+    if (payload.kind === Kind.scroll) { this.totals[2] += payload.a; this.totals[3] += payload.b; }
+    const out = sealDatagram(this.key, this.sessionId, this.counter, payload, txMicros, this.redundant ? this.totals : null);
     this.counter += 1n;
     return out;
   }
 }
 
 /** Seals one datagram with an explicit counter (the sealer's building block, and test vectors). */
-export function sealDatagram(key, sessionId, counter, { kind, a, b }, txMicros) {
+export function sealDatagram(key, sessionId, counter, { kind, a, b }, txMicros, totals = null) {
   const header = new Uint8Array(HEADER_LENGTH);
   header.set(sessionId, 0);
   view(header).setBigUint64(8, toU64(counter, "counter"), true);
-  const plain = new Uint8Array(PLAINTEXT_LENGTH);
+  const plain = new Uint8Array(totals ? REDUNDANT_PLAINTEXT_LENGTH : PLAINTEXT_LENGTH);
   const p = view(plain);
   plain[0] = kind;
   p.setInt32(1, a, true);
   p.setInt32(5, b, true);
   p.setBigUint64(9, toU64(txMicros, "tx_us"), true);
-  const out = new Uint8Array(DATAGRAM_LENGTH);
+  if (totals) for (let i = 0; i < 4; i++) p.setUint32(PLAINTEXT_LENGTH + 4 * i, totals[i] >>> 0, true);
+  const out = new Uint8Array(HEADER_LENGTH + plain.length + 16);
   out.set(header);
   out.set(aeadSeal(key, nonceFor(view(header).getBigUint64(8, true)), plain, header), HEADER_LENGTH);
   plain.fill(0);
@@ -94,14 +111,16 @@ export function sealDatagram(key, sessionId, counter, { kind, a, b }, txMicros) 
  * checks, session and replay, are its own.)
  */
 export function openDatagram(key, datagram) {
-  if (!(datagram instanceof Uint8Array) || datagram.length !== DATAGRAM_LENGTH) return null;
+  if (!(datagram instanceof Uint8Array) || (datagram.length !== DATAGRAM_LENGTH && datagram.length !== REDUNDANT_DATAGRAM_LENGTH)) return null;
   const header = datagram.subarray(0, HEADER_LENGTH);
   const counter = view(header).getBigUint64(8, true);
   const plain = aeadOpen(key, nonceFor(counter), datagram.subarray(HEADER_LENGTH), header);
   if (plain === null) return null;
   const p = view(plain);
-  return {
+  const out = {
     sessionId: header.slice(0, 8), counter, kind: plain[0],
     a: p.getInt32(1, true), b: p.getInt32(5, true), txMicros: p.getBigUint64(9, true),
   };
+  if (plain.length === REDUNDANT_PLAINTEXT_LENGTH) out.totals = [0, 1, 2, 3].map((i) => p.getUint32(PLAINTEXT_LENGTH + 4 * i, true));
+  return out;
 }

@@ -1,14 +1,18 @@
 // One session with the receiver over a WebSocket to the page's own origin
 // (/ws). The receiver's bridge relays each binary message unchanged: tag
 // 0x00 carries control-channel bytes (the handshake, then sealed control
-// frames) to its TCP port, tag 0x01 exactly one sealed 49-byte datagram to
-// its UDP port. So the handshake, key confirmation, caps and timeouts are
-// the native sender's, and the datagrams go through the same opener.
+// frames) to its TCP port, tag 0x01 exactly one sealed datagram (49 bytes,
+// 65 with redundancy) to its UDP port. So the handshake, key confirmation,
+// caps and timeouts are the native sender's, and the datagrams go through
+// the same opener. Where the receiver grants the data channel, datagrams
+// ride it instead while it works (datapath.js).
 import { SenderHandshake, HandshakeMessageReader, HandshakeError } from "./handshake.js";
 import { SenderSession } from "./session.js";
 import { DatagramSealer } from "./datagram.js";
 import { pairingPsk } from "./pairing.js";
 import { Feature, KeyboardStatus, ByeReason, splitText } from "./control.js";
+import { DataPath } from "./datapath.js";
+import { Kind } from "./datagram.js";
 
 export const TAG_STREAM = 0x00;
 export const TAG_DATAGRAM = 0x01;
@@ -118,7 +122,7 @@ class Socket {
   }
 
   datagram(d) {
-    const m = new Uint8Array(50);
+    const m = new Uint8Array(d.length + 1);
     m[0] = TAG_DATAGRAM;
     m.set(d, 1);
     this.ws.send(m);
@@ -139,7 +143,8 @@ export const BASE_ONLY_MESSAGE = "the receiver does not take keys (older version
  * "baseOnly"; connect again with `hello: false` (no pairing needed, it
  * completed at the pong).
  */
-export async function connect({ url, identity, receiverPublicKey, codeBytes, hello = true, onMessage, onClose, probe, online, port }) {
+export async function connect({ url, identity, receiverPublicKey, codeBytes, hello = true, onMessage, onClose, probe, online, port,
+  dataChannel = typeof globalThis.RTCPeerConnection === "function", noChannel = "noPeerConnection", onPath }) {
   const sock = new Socket(url);
   if (!(await sock.opened)) {
     // Once per attempt: the retries' back-off paces the probes too.
@@ -173,10 +178,14 @@ export async function connect({ url, identity, receiverPublicKey, codeBytes, hel
     }
     if (codeBytes) paired = hs.result.peer;
     let keyboard = { spoken: false, granted: false, status: null };
+    let granted = 0;
     if (hello) {
       // Frame 1: what the page would use; nothing keyboard goes out before
       // the receiver's hello says what it grants.
-      sock.write(session.seal({ type: "hello", features: Feature.keyboard, keyboardStatus: 0 }));
+      // With a data channel the page's datagrams can be lost, so it asks
+      // for redundancy too (every datagram carries the running totals).
+      const features = Feature.keyboard | (dataChannel ? Feature.redundancy | Feature.dataChannel : 0);
+      sock.write(session.seal({ type: "hello", features, keyboardStatus: 0 }));
       let reply = -1;
       while ((reply = early.findIndex((m) => m.type === "hello" || m.type === "bye")) < 0) early.push(...session.feed(await sock.read()));
       const [m] = early.splice(reply, 1);
@@ -186,8 +195,10 @@ export async function connect({ url, identity, receiverPublicKey, codeBytes, hel
           : new LinkClosed(`the receiver ended the session (bye ${m.reason})`);
       }
       keyboard = { spoken: true, granted: (m.features & Feature.keyboard) !== 0 && m.keyboardStatus === KeyboardStatus.allowed, status: m.keyboardStatus };
+      granted = m.features;
     }
-    return new Link(sock, session, hs.result, { onMessage, onClose, early, keyboard });
+    return new Link(sock, session, hs.result, { onMessage, onClose, early, keyboard, granted, onPath,
+      noChannel: !hello ? "baseOnly" : !dataChannel ? noChannel : "notGranted" });
   } catch (e) {
     sock.close();
     // A pairing the pong confirmed stays valid whatever came after it.
@@ -201,8 +212,11 @@ export async function connect({ url, identity, receiverPublicKey, codeBytes, hel
   }
 }
 
+// Linux BTN_* codes to the button message's numbers (docs/protocol.md, "Control frames").
+const BUTTON_OF_CODE = { 0x110: 1, 0x111: 2, 0x112: 3, 0x113: 4, 0x114: 5 };
+
 export class Link {
-  constructor(sock, session, result, { onMessage, onClose, early, keyboard }) {
+  constructor(sock, session, result, { onMessage, onClose, early, keyboard, granted = 0, onPath, noChannel = "notGranted" }) {
     this.sock = sock;
     this.session = session;
     this.receiverPublicKey = result.peer;
@@ -213,12 +227,29 @@ export class Link {
     this.sequence = 0;
     this.lastNs = 0n;
     this.sealer = new DatagramSealer(result.datagramKey, result.sessionId);
+    /** The features the receiver's hello granted (control.js Feature bits). */
+    this.granted = granted;
+    this.sealer.redundant = (granted & Feature.redundancy) !== 0;
+    // On a path that may lose datagrams, a lost press or release would be
+    // a lost click or a held button: buttons go as button messages on the
+    // session (TCP), played at their sender time like the datagrams.
+    this.reliableButtons = (granted & Feature.dataChannel) !== 0;
+    this.buttonSequence = 0;
     this.lastHeard = Date.now();
     this.ended = false;
+    /** Where datagrams go (datapath.js): null when the receiver did not grant the data channel. */
+    this.dataPath = null;
+    if (granted & Feature.dataChannel) {
+      this.dataPath = new DataPath({ control: (m) => { if (!this.ended) sock.write(session.seal(m)); }, onPath });
+    }
+    /** Why there is no data channel, when there is none (capabilities.js transportLine). */
+    this.noChannel = noChannel;
     const end = (why) => {
       if (this.ended) return;
       this.ended = true;
       clearInterval(this.timer);
+      clearInterval(this.checkTimer);
+      this.dataPath?.close();
       sock.close();
       onClose?.(why);
     };
@@ -226,6 +257,8 @@ export class Link {
       for (const m of messages) {
         if (m.type === "ping") sock.write(session.seal({ type: "pong", token: m.token }));
         if (m.type === "bye") end(`the receiver ended the session (bye ${m.reason})`);
+        if (m.type === "channelAnswer") this.dataPath?.answer(m);
+        if (m.type === "receipt") this.dataPath?.receipt(m.opened);
         onMessage?.(m);
       }
     };
@@ -242,13 +275,40 @@ export class Link {
       if (Date.now() - this.lastHeard > DEAD_AFTER_MS) return end("no answer from the receiver for 15 s");
       sock.write(session.seal({ type: "ping", token: BigInt(Date.now()) }));
     }, PING_EVERY_MS);
+    // On the data channel, a ping (and so a receipt) every 500 ms: how a
+    // channel that stopped delivering is noticed (datapath.js).
+    if (this.dataPath) {
+      this.checkTimer = setInterval(() => {
+        if (!this.ended && this.dataPath.checkEveryMs) sock.write(session.seal({ type: "ping", token: BigInt(Date.now()) }));
+      }, 500);
+      this.dataPath.start();
+    }
     this.end = end;
   }
 
-  /** One sealed datagram ({kind, a, b} from datagram.js) stamped with the page's clock (us). */
+  /** Where datagrams go now, and why (for the page's diagnostics). */
+  get transport() {
+    if (this.dataPath) return this.dataPath.diagnostics;
+    return { path: "websocket", reason: this.noChannel, problem: null };
+  }
+
+  /**
+   * One sealed datagram ({kind, a, b} from datagram.js) stamped with the
+   * page's clock (us): "datagram", or "message" for a button sent as a
+   * button message (reliableButtons); nothing once ended.
+   */
   send(payload, txMicros) {
     if (this.ended) return;
-    this.sock.datagram(this.sealer.seal(payload, BigInt(Math.max(0, Math.round(txMicros)))));
+    const tx = BigInt(Math.max(0, Math.round(txMicros)));
+    if (payload.kind === Kind.button && this.reliableButtons && BUTTON_OF_CODE[payload.a]) {
+      this.sock.write(this.session.seal({ type: "button", button: BUTTON_OF_CODE[payload.a], down: payload.b === 1,
+        senderTimeNs: tx * 1000n, sequence: this.buttonSequence }));
+      this.buttonSequence = (this.buttonSequence + 1) >>> 0;
+      return "message";
+    }
+    const d = this.sealer.seal(payload, tx);
+    if (!this.dataPath?.datagram(d)) this.sock.datagram(d);
+    return "datagram";
   }
 
   /** The sender time (ns) of a key or text: the page's clock in ms, as motion's (in us), never going back. */

@@ -50,6 +50,12 @@ import Foundation
             .text(TextInput("Hé @#", senderTimeNs: 1, sequence: 2)),
             .refused(KeyRefused(sequence: 3, reason: .untypable, count: 2)),
             .text(TextInput(senderTimeNs: 1, sequence: 3, utf8: [0xff, 0xc3])),
+            .channelOffer(ChannelOffer(ufrag: "aB3+", password: "abcdefghijklmnopqrst/+", fingerprint: [UInt8](0..<32))),
+            .channelAnswer(ChannelAnswer(status: .ready, port: 8443, fingerprint: [UInt8](repeating: 0xAA, count: 32),
+                                         ufrag: "U1u2U3u4U5u6U7u8", password: "P1p2P3p4P5p6P7p8P9p0P1p2",
+                                         addresses: [.v4([192, 168, 1, 20]), .v6([0xfd] + [UInt8](repeating: 0, count: 14) + [1])])),
+            .channelAnswer(.refused(.busy)),
+            .channelPath(ChannelPath(.dataChannel, .opened)),
         ]
         for (i, m) in messages.enumerated() {
             stream += try sealer.seal(m)

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The jitter buffer's size, chosen by replaying what this network just did
+ * (stall_weight != 0; docs/playout.md, "How the delay is chosen").
+ *
+ * A fixed set of candidate delays are the experts. Each one runs a shadow
+ * of the playout: every movement packet is scheduled at its sender time +
+ * offset + that delay, over its own frame, and where it arrives after
+ * that, or behind a packet that did, it plays from its arrival at the
+ * catch-up's pace, as the real schedule does (stretched() in playout.c).
+ * What the shadow would have shown is charged, per packet, in one unit
+ * (microseconds of delay on one packet):
+ *
+ *   cost = delay + (how much later than its slot the packet's motion
+ *          ended: the catch-up's latency) + stall_weight * (how long the
+ *          cursor stood still waiting for it while the finger moved)
+ *
+ * Stall time is what the eye sees: a stall of e holds the cursor for e and
+ * then catches up over e / catchup, so the squared frame error it causes
+ * grows with e, and a queue that delivers 13 packets at once is one stall,
+ * not 13 late packets (the window's quantile counts it 13 times). Every
+ * packet pays the delay.
+ *
+ * The costs are discounted sums: each packet multiplies every cost by
+ * 1 - 2^-choose_horizon_shift before adding its own, so the memory is
+ * about 2^shift packets. The choice follows the leader (the least cost)
+ * with a hysteresis of choose_hysteresis_permille of the leader's cost:
+ * a delay that is about as good as the one in use does not displace it,
+ * since every change of delay is itself a change of the cursor's speed.
+ * Follow-the-leader over a fixed expert set is within the switching cost
+ * of the best fixed candidate in hindsight over the memory: the question
+ * the fixed-delay frontier asks.
+ *
+ * Per packet: one pass over the candidates (a few adds and compares each),
+ * no allocation, no division but one per packet.
+ */
+#include <string.h>
+
+#include "remolo_playout.h"
+
+static const uint32_t candidates_us[REMOLO_CHOOSER_CANDIDATES] = REMOLO_CHOOSER_CANDIDATES_US;
+
+static inline uint64_t later(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+void chooser_init(struct chooser *c, uint32_t start_us)
+{
+	memset(c, 0, sizeof(*c));
+	/* Start on the candidate nearest the configured start delay. */
+	for (uint32_t k = 1; k < REMOLO_CHOOSER_CANDIDATES; k++) {
+		uint32_t a = candidates_us[k] > start_us ? candidates_us[k] - start_us : start_us - candidates_us[k];
+		uint32_t b = candidates_us[c->pick] > start_us ? candidates_us[c->pick] - start_us
+							       : start_us - candidates_us[c->pick];
+		if (a < b)
+			c->pick = k;
+	}
+}
+
+uint32_t chooser_candidate_us(uint32_t k)
+{
+	return k < REMOLO_CHOOSER_CANDIDATES ? candidates_us[k] : 0;
+}
+
+uint32_t chooser_delay_us(const struct chooser *c)
+{
+	return candidates_us[c->pick];
+}
+
+void chooser_add(struct chooser *c, const struct playout_config *cfg, uint64_t rx_us, uint64_t ref_us,
+		 uint32_t frame_us, bool joined)
+{
+	uint32_t shift = cfg->choose_horizon_shift;
+	/* The catch-up's pace: a frame behind schedule plays in
+	 * frame * 1000 / (1000 + catchup_permille). */
+	uint64_t fast = (uint64_t)frame_us * 1000 / (1000 + cfg->catchup_permille);
+	uint32_t best = 0;
+
+	for (uint32_t k = 0; k < REMOLO_CHOOSER_CANDIDATES; k++) {
+		uint64_t slot = ref_us + candidates_us[k];
+		uint64_t busy = joined ? c->end_us[k] : 0;   /* the shadow plays until then */
+		uint64_t from = later(slot, busy);
+		uint64_t stall = 0, end, behind;
+
+		if (__builtin_expect(rx_us > from, 0)) {
+			/* Nothing to show from `from` until it arrives. */
+			stall = rx_us - from;
+			end = later(slot + frame_us, rx_us + fast);
+		} else if (__builtin_expect(busy > slot, 0)) {
+			/* Queued behind a late one: caught up. */
+			end = later(slot + frame_us, busy + fast);
+		} else {
+			end = slot + frame_us;
+		}
+		c->end_us[k] = end;
+		behind = end - (slot + frame_us);
+		if (stall > REMOLO_CHOOSER_STALL_CAP_US)
+			stall = REMOLO_CHOOSER_STALL_CAP_US;
+		if (behind > REMOLO_CHOOSER_STALL_CAP_US)
+			behind = REMOLO_CHOOSER_STALL_CAP_US;
+		c->cost[k] = c->cost[k] - (c->cost[k] >> shift) + candidates_us[k] + behind +
+			     (uint64_t)cfg->stall_weight * stall;
+		if (c->cost[k] < c->cost[best])
+			best = k;
+	}
+	c->packets++;
+	/* Follow the leader, with a hysteresis of a share of its cost. */
+	if (best != c->pick &&
+	    c->cost[best] + c->cost[best] / 1000 * cfg->choose_hysteresis_permille < c->cost[c->pick])
+		c->pick = best;
+}

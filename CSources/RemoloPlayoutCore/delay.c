@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The jitter buffer's size (design note, part 4): the 95th percentile of how late
+ * the last 240 packets were, plus a margin, clamped, starting at 12 ms. It
+ * grows at once and shrinks by 1% of itself per packet.
+ *
+ * The window is kept twice: in arrival order (a ring, to know which value
+ * leaves) and sorted (so the quantile is one load). Each packet costs two
+ * binary searches and two memmove()s of at most 1 KiB; nothing is sorted
+ * per packet.
+ *
+ * With stall_weight the window is not used: the delay is the chooser's
+ * (chooser.c), which replays the recent past at a set of candidate delays.
+ */
+#include <string.h>
+
+#include "remolo_playout.h"
+
+#define RING_MASK (REMOLO_WINDOW_MAX - 1)
+
+void delay_init(struct delay_est *d, const struct playout_config *cfg)
+{
+	memset(d->ring, 0, sizeof(d->ring));
+	memset(d->sorted, 0, sizeof(d->sorted));
+	d->count = 0;
+	d->head = 0;
+	d->delay_us = cfg->delay_start_us;
+	d->target_us = cfg->delay_start_us;
+	chooser_init(&d->chooser, cfg->delay_start_us);
+}
+
+/* First index whose value is >= v. */
+static uint32_t lower_bound(const uint32_t *a, uint32_t n, uint32_t v)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void sorted_remove(struct delay_est *d, uint32_t v)
+{
+	uint32_t i = lower_bound(d->sorted, d->count, v);
+
+	/* v is present: it entered the window and has not left it. */
+	memmove(&d->sorted[i], &d->sorted[i + 1], (d->count - i - 1) * sizeof(uint32_t));
+	d->count--;
+}
+
+static void sorted_insert(struct delay_est *d, uint32_t v)
+{
+	uint32_t i = lower_bound(d->sorted, d->count, v);
+
+	memmove(&d->sorted[i + 1], &d->sorted[i], (d->count - i) * sizeof(uint32_t));
+	d->sorted[i] = v;
+	d->count++;
+}
+
+uint32_t delay_quantile(const struct delay_est *d, const struct playout_config *cfg)
+{
+	uint64_t rank;
+
+	if (d->count == 0)
+		return 0;
+	/* Nearest rank: the ceil(q * n)-th smallest value, 1-based. */
+	rank = ((uint64_t)cfg->quantile_permille * d->count + 999) / 1000;
+	if (rank == 0)
+		rank = 1;
+	return d->sorted[rank - 1];
+}
+
+/* The quantile plus the margin, clamped to [min, max]. */
+static uint32_t target_of(const struct delay_est *d, const struct playout_config *cfg)
+{
+	uint64_t base;
+	uint64_t target;
+
+	base = delay_quantile(d, cfg);
+	target = base + cfg->delay_margin_us;
+
+	if (target < cfg->delay_min_us)
+		target = cfg->delay_min_us;
+	if (target > cfg->delay_max_us)
+		target = cfg->delay_max_us;
+	return (uint32_t)target;
+}
+
+static uint32_t clamped(const struct playout_config *cfg, uint32_t v)
+{
+	return v < cfg->delay_min_us ? cfg->delay_min_us : v > cfg->delay_max_us ? cfg->delay_max_us : v;
+}
+
+uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uint64_t lateness_us)
+{
+	uint32_t v = lateness_us > REMOLO_LATENESS_CAP_US ? REMOLO_LATENESS_CAP_US
+							   : (uint32_t)lateness_us;
+
+	/* The chooser's pick, as it stands after the packets before this one
+	 * (delay_observe feeds it): no window, no grow-at-once. The change
+	 * is played through the slew (applied_delay in playout.c). */
+	if (cfg->stall_weight) {
+		d->target_us = clamped(cfg, chooser_delay_us(&d->chooser));
+		d->delay_us = d->target_us;
+		return d->delay_us;
+	}
+
+	if (d->count == cfg->window)
+		sorted_remove(d, d->ring[(d->head - cfg->window) & RING_MASK]);
+	d->ring[d->head & RING_MASK] = v;
+	d->head++;
+	sorted_insert(d, v);
+
+	d->target_us = target_of(d, cfg);
+
+	if (d->target_us >= d->delay_us) {
+		d->delay_us = d->target_us;     /* worse: grow at once */
+	} else {
+		uint32_t step = (uint32_t)((uint64_t)d->delay_us * cfg->shrink_permille / 1000);
+
+		if (step == 0 && cfg->shrink_permille != 0)
+			step = 1;
+		d->delay_us = d->delay_us - step < d->target_us ? d->target_us
+								: d->delay_us - step;
+	}
+	return d->delay_us;
+}
+
+void delay_observe(struct delay_est *d, const struct playout_config *cfg, uint64_t rx_us, uint64_t ref_us,
+		   uint32_t frame_us, bool joined)
+{
+	if (cfg->stall_weight)
+		chooser_add(&d->chooser, cfg, rx_us, ref_us, frame_us, joined);
+}
+
+void delay_rebase(struct delay_est *d, const struct playout_config *cfg, uint64_t by_us)
+{
+	/* The chooser's shadow schedules are in receiver time: a higher
+	 * offset moves later packets' slots, not what is scheduled. */
+	if (cfg->stall_weight)
+		return;
+	/* Subtracting a constant (floored at 0) keeps the sorted copy sorted. */
+	for (uint32_t i = 0; i < REMOLO_WINDOW_MAX; i++) {
+		d->ring[i] = d->ring[i] > by_us ? d->ring[i] - (uint32_t)by_us : 0;
+		d->sorted[i] = d->sorted[i] > by_us ? d->sorted[i] - (uint32_t)by_us : 0;
+	}
+	d->target_us = target_of(d, cfg);
+	if (d->delay_us > d->target_us)
+		d->delay_us = d->delay_us - d->target_us > by_us ? d->delay_us - (uint32_t)by_us : d->target_us;
+}

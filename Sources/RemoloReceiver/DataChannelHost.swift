@@ -1,0 +1,39 @@
+// What the receiver needs of a data-channel endpoint (the web bridge's
+// WebRTC side, RemoloWeb's DataChannelEndpoint): take a session's offer and
+// answer it, forget the session when it ends, and say what it saw. The
+// receiver does not link the endpoint; the command that starts both joins
+// them with this (docs/protocol.md, "The data channel").
+import RemoloSession
+import Synchronization
+
+public struct DataChannelHost: Sendable {
+    /// Registers the session's browser (a second offer replaces the first)
+    /// and answers it.
+    public var answer: @Sendable (_ session: SessionID, _ offer: ChannelOffer) -> ChannelAnswer
+    /// Frees everything the endpoint holds for the session.
+    public var remove: @Sendable (_ session: SessionID) -> Void
+    /// The endpoint's view of one session (JSON object fields, without
+    /// braces), or nil when it has none.
+    public var sessionFields: @Sendable (_ session: SessionID) -> String?
+    /// The endpoint's counters, one JSON object.
+    public var json: @Sendable () -> String
+
+    public init(answer: @escaping @Sendable (SessionID, ChannelOffer) -> ChannelAnswer,
+                remove: @escaping @Sendable (SessionID) -> Void,
+                sessionFields: @escaping @Sendable (SessionID) -> String?,
+                json: @escaping @Sendable () -> String) {
+        self.answer = answer
+        self.remove = remove
+        self.sessionFields = sessionFields
+        self.json = json
+    }
+}
+
+/// The receiver's endpoint, set once the web bridge is up.
+final class DataChannelSlot: Sendable {
+    private let slot = Mutex<DataChannelHost?>(nil)
+    var host: DataChannelHost? {
+        get { slot.withLock { $0 } }
+        set { slot.withLock { $0 = newValue } }
+    }
+}
