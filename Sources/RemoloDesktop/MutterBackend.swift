@@ -61,7 +61,6 @@ public final class MutterBackend: OutputBackend, @unchecked Sendable {
     /// The session's object path (/org/gnome/Mutter/RemoteDesktop/Session/...).
     public let sessionPath: String
     private let link: PortalLink
-    private let watcherDone = DispatchSemaphore(value: 0)
 
     /// Whether this receiver should take this output on `auto` (GNOME whose
     /// portal cannot remember consent; MutterBackend.swift says why).
@@ -102,14 +101,7 @@ public final class MutterBackend: OutputBackend, @unchecked Sendable {
             throw OutputBackendError(.failed, "mutter's RemoteDesktop API failed (\(error)): use --output portal or uinput")
         }
         sessionPath = path
-        link.started(session: path, keyboard: true)
-        if let reason = link.closedReason {
-            throw OutputBackendError(.failed, "the remote-control session ended as it started: \(reason)")
-        }
-        let done = watcherDone
-        let t = Thread { link.watch(); done.signal() }
-        t.name = "remolo-mutter"
-        t.start()
+        try link.run(session: path, keyboard: true, thread: "remolo-mutter")
     }
 
     deinit { close() }
@@ -129,7 +121,6 @@ public final class MutterBackend: OutputBackend, @unchecked Sendable {
 
     /// Releases what is held and stops the session. Idempotent.
     public func close() {
-        guard link.stop() else { return }
-        _ = watcherDone.wait(timeout: .now() + 2)
+        link.close()
     }
 }

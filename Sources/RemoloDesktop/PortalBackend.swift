@@ -79,7 +79,6 @@ public final class PortalBackend: OutputBackend, @unchecked Sendable {
     /// Start used a saved restore token (nobody was asked, version 2+).
     public let restoredFromToken: Bool
     private let link: PortalLink
-    private let watcherDone = DispatchSemaphore(value: 0)
 
     /// The restore token's file name in the config directory.
     public static let tokenFileName = "portal-restore-token"
@@ -188,14 +187,7 @@ public final class PortalBackend: OutputBackend, @unchecked Sendable {
         devices = granted
         sessionHandle = handle
         restoredFromToken = token != nil
-        link.started(session: handle, keyboard: granted & PortalDevices.keyboard != 0)
-        if let reason = link.closedReason {
-            throw OutputBackendError(.failed, "the remote-control session ended as it started: \(reason)")
-        }
-        let done = watcherDone
-        let t = Thread { link.watch(); done.signal() }
-        t.name = "remolo-portal"
-        t.start()
+        try link.run(session: handle, keyboard: granted & PortalDevices.keyboard != 0, thread: "remolo-portal")
     }
 
     deinit { close() }
@@ -216,7 +208,6 @@ public final class PortalBackend: OutputBackend, @unchecked Sendable {
     /// Releases what is held and closes the session (Session.Close). The
     /// receiver calls it when it stops; deinit does it too. Idempotent.
     public func close() {
-        guard link.stop() else { return }
-        _ = watcherDone.wait(timeout: .now() + 2)
+        link.close()
     }
 }

@@ -39,6 +39,8 @@ final class PortalLink: @unchecked Sendable {
     /// Wakes the watcher (a pipe) when a scroll's deadline moves or it must stop.
     private let wakeFD: Int32
     private let wakeWrite: Int32
+    /// Signalled when the watcher thread returns.
+    private let watcherDone = DispatchSemaphore(value: 0)
 
     /// A portal that does not answer a Notify* call within this is taken
     /// for gone.
@@ -111,11 +113,20 @@ final class PortalLink: @unchecked Sendable {
         })
     }
 
-    func started(session: String, keyboard: Bool) {
+    /// The session has started (the portal's or mutter's): records it,
+    /// fails if it ended meanwhile, and starts the watcher thread.
+    func run(session: String, keyboard: Bool, thread name: String) throws(OutputBackendError) {
         locked {
             $0.session = session
             $0.keyboard = keyboard
         }
+        if let reason = closedReason {
+            throw OutputBackendError(.failed, "the remote-control session ended as it started: \(reason)")
+        }
+        let done = watcherDone
+        let t = Thread { [self] in watch(); done.signal() }
+        t.name = name
+        t.start()
     }
 
     /// Records why the session is over (the first reason wins). Under the lock.
@@ -312,9 +323,15 @@ final class PortalLink: @unchecked Sendable {
         _ = write(wakeWrite, &one, 1)
     }
 
+    /// stop(), then waits up to 2 s for the watcher to return. Idempotent.
+    func close() {
+        guard stop() else { return }
+        _ = watcherDone.wait(timeout: .now() + 2)
+    }
+
     /// Ends the watcher and the session: releases what is held, then
     /// Session.Close. False if already stopped.
-    func stop() -> Bool {
+    private func stop() -> Bool {
         lock.lock()
         defer { lock.unlock() }
         guard !stopping else { return false }
