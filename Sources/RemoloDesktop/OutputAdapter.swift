@@ -120,7 +120,10 @@ public final class OutputAdapter: FrameOutput, @unchecked Sendable {
         t.start()
         ready.wait()
         if let e = startError.withLock({ $0 }) {
-            close(readFD); close(writeFD); close(wakeFD); close(wakeWrite)
+            // deinit runs for an init that throws once every property is
+            // set, and closes the fds: closing them here too would close,
+            // the second time, numbers other threads may have been given
+            // meanwhile (their sockets, their pipes).
             throw e
         }
     }

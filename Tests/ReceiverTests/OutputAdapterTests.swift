@@ -259,6 +259,45 @@ extension RxSuite {
                 })
             }
         }
+
+        /// An adapter whose backend cannot start closes each of its fds
+        /// once. A second close of a number the process has handed out again
+        /// closes another part's fd under it (a receiver's socket, a test's
+        /// pipe): here a thread keeps opening sockets while adapters fail,
+        /// and every socket must still be its own when it looks.
+        @Test func backendThatCannotStartClosesEachFdOnce() {
+            let stop = Mutex(false), lost = Mutex(0), checks = Mutex(0)
+            let done = DispatchSemaphore(value: 0)
+            let victim = Thread {
+                while !stop.withLock({ $0 }) {
+                    let s = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                    guard s >= 0 else { continue }
+                    var mine = true
+                    for _ in 0..<20 {
+                        var type: Int32 = 0
+                        var len = socklen_t(MemoryLayout<Int32>.size)
+                        if getsockopt(s, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != Int32(SOCK_DGRAM.rawValue) {
+                            mine = false
+                            break
+                        }
+                    }
+                    checks.withLock { $0 += 1 }
+                    // Not ours any more: closing it would close another's.
+                    if mine { close(s) } else { lost.withLock { $0 += 1 } }
+                }
+                done.signal()
+            }
+            victim.start()
+            for _ in 0..<300 {
+                _ = try? OutputAdapter(make: { () throws(OutputBackendError) -> any OutputBackend in
+                    throw OutputBackendError(.failed, "no X")
+                })
+            }
+            stop.withLock { $0 = true }
+            done.wait()
+            #expect(checks.withLock { $0 } > 0)
+            #expect(lost.withLock { $0 } == 0, "sockets closed under their owner: \(lost.withLock { $0 }) of \(checks.withLock { $0 })")
+        }
     }
 }
 
