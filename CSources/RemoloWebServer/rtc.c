@@ -388,6 +388,7 @@ static void *run(void *arg)
 		pthread_mutex_lock(&rtc->lock);
 		if (r < 0)
 			continue;   // EINTR
+		rtc->st.wakeups++;
 		if (fds[1].revents & POLLIN) {
 			uint64_t v;
 			(void)!read(rtc->wake_fd, &v, sizeof(v));

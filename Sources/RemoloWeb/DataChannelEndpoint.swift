@@ -122,7 +122,7 @@ public final class DataChannelEndpoint: @unchecked Sendable {
             ("channels_refused", s.channels_refused), ("messages", s.messages), ("relayed", s.relayed),
             ("dropped_size", s.dropped_size), ("dropped_session", s.dropped_session), ("dropped_flood", s.dropped_flood),
             ("dropped_other", s.dropped_other), ("peers_live", s.peers_live), ("peers_expired", s.peers_expired),
-            ("dtls_live", s.dtls_live), ("sctp_live", s.sctp_live),
+            ("dtls_live", s.dtls_live), ("sctp_live", s.sctp_live), ("wakeups", s.wakeups),
         ]
         return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }

@@ -93,7 +93,7 @@ int main(int argc, char **argv)
 			F(packets); F(stun_requests); F(stun_bad_credentials); F(stun_malformed); F(stun_unknown_user);
 			F(dtls_stranger); F(dtls_failed); F(dtls_fingerprint_mismatch); F(associations); F(extra_associations);
 			F(channels_opened); F(channels_refused); F(messages); F(relayed); F(dropped_size); F(dropped_session);
-			F(dropped_flood); F(dropped_other); F(peers_live); F(peers_expired); F(dtls_live); F(sctp_live);
+			F(dropped_flood); F(dropped_other); F(peers_live); F(peers_expired); F(dtls_live); F(sctp_live); F(wakeups);
 			printf("\n");
 #undef F
 		} else {

@@ -96,7 +96,8 @@ struct remolo_rtc_stats {
                                      // a message on another stream than the channel's, or the relay's send failed
         peers_live,                  // registered and neither closed nor failed
         peers_expired,               // setup or consent timeouts
-        dtls_live, sctp_live;        // per-peer DTLS sessions and SCTP sockets held now
+        dtls_live, sctp_live,        // per-peer DTLS sessions and SCTP sockets held now
+        wakeups;                     // the endpoint thread's returns from poll(2): a datagram, a call, a timer
 };
 
 struct remolo_rtc;
