@@ -75,7 +75,7 @@ let package = Package(
             dependencies: ["RemoloPlayoutCore", "CURing", "CEvdev"],
             path: "CSources/RemoloCore",
             cSettings: strictC,
-            linkerSettings: [.linkedLibrary("uring"), .linkedLibrary("evdev")]
+            linkerSettings: [.linkedLibrary("uring"), .linkedLibrary("evdev"), .linkedLibrary("m")]
         ),
         // The web bridge: TLS, HTTP/1.1 and WebSocket for the phone page,
         // relayed to the receiver's own ports (README, "The phone page"),

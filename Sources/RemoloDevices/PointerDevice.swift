@@ -18,10 +18,10 @@ public struct PointerDeviceError: Error, Equatable, CustomStringConvertible, Sen
     /// the very line `remolo install` writes.
     public static let udevRule = UinputAccess.udevRuleLine
 
-    init(errno: Int32, operation: String) {
+    init(errno: Int32, operation: String, device: String = "pointer") {
         self.errno = errno
         self.operation = operation
-        self.message = Self.explain(errno: errno, operation: operation)
+        self.message = Self.explain(errno: errno, operation: operation, device: device)
     }
 
     static func explain(errno e: Int32, operation: String, device: String = "pointer") -> String {
