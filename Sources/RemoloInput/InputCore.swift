@@ -100,6 +100,10 @@ public struct InputCore: Sendable {
                 framer.startMomentum(ScrollMomentum(vertical: u.vertical, horizontal: u.horizontal, startUs: t))
             case let .touchDown(t):
                 framer.cancelMomentum(atUs: t)
+            case .gestureBegin, .gestureUpdate, .gestureEnd:
+                // Carried by no session yet: the recognizer reports them
+                // only when asked (TouchpadConfig.gestures, off here).
+                break
             }
         }
     }

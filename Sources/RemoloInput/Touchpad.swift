@@ -1,5 +1,6 @@
 /// A touch surface's size, and how its device units map to millimetres.
 import RemoloTypes
+internal import Glibc
 public struct TouchpadRecognizer: Sendable {
     public let config: TouchpadConfig
 
@@ -60,6 +61,38 @@ public struct TouchpadRecognizer: Sendable {
     private var scrollHistory: [(timeUs: UInt64, dx: Double, dy: Double)] = []
     private var nowUs: UInt64 = 0
     private var out: [TouchpadEvent] = []
+
+    /// Where two fingers were when the second landed: their distance, the
+    /// line's angle (counter-clockwise on screen) and their centroid.
+    struct TwoFingerShape: Sendable {
+        var vx: Double   // the line from the first finger to the second
+        var vy: Double
+        var distance: Double
+        var angle: Double
+        var cx: Double
+        var cy: Double
+
+        init(_ ax: Double, _ ay: Double, _ bx: Double, _ by: Double) {
+            vx = bx - ax
+            vy = by - ay
+            distance = (vx * vx + vy * vy).squareRoot()
+            angle = atan2(-(by - ay), bx - ax)   // y grows downwards
+            cx = (ax + bx) / 2
+            cy = (ay + by) / 2
+        }
+    }
+
+    /// Two fingers with gestures on: not told apart yet (their scroll held
+    /// back), a scroll, or a pinch (its last centroid).
+    enum TwoFingers: Sendable {
+        case undecided(base: TwoFingerShape, pending: [(timeUs: UInt64, dx: Double, dy: Double)])
+        case scroll
+        case pinch(base: TwoFingerShape, cx: Double, cy: Double)
+    }
+
+    /// The gesture begun and not yet ended.
+    private var gesture: TouchpadGestureKind?
+    private var two: TwoFingers?
 
     public init(config: TouchpadConfig) throws(InputConfigError) {
         self.config = try config.validated()
@@ -130,6 +163,8 @@ public struct TouchpadRecognizer: Sendable {
         scrolled = false
         scrollHistory.removeAll()
         out.removeAll()
+        gesture = nil
+        two = nil
     }
 
     // MARK: - Contacts
@@ -143,6 +178,7 @@ public struct TouchpadRecognizer: Sendable {
     }
 
     private mutating func fingerLanded(_ t: UInt64) {
+        fingersChanged(t)
         let n = activeCount
         if physical != nil {
             if phase == .idle { phase = .dead }
@@ -210,6 +246,7 @@ public struct TouchpadRecognizer: Sendable {
     /// A resting contact became a finger by moving: it is already moving,
     /// so it cannot tap.
     private mutating func fingerEscaped(_ t: UInt64) {
+        fingersChanged(t)
         if physical != nil { if phase == .idle { phase = .dead }; return }
         switch phase {
         case .idle: phase = .moving
@@ -238,6 +275,10 @@ public struct TouchpadRecognizer: Sendable {
                 if i == first { ev = .motion(dxMm: dx, dyMm: dy, intervalUs: interval, atUs: t) }
             } else if n == 1 && !scrolled {
                 ev = .motion(dxMm: dx, dyMm: dy, intervalUs: interval, atUs: t)
+            } else if config.gestures && n >= 2 {
+                scrolled = true
+                if n == 2 { twoFingers(i, dx, dy, t) } else { swipe(n, dx, dy, t) }
+                return
             } else if n == 2 {
                 scrolled = true
                 let sx = dx / 2, sy = dy / 2
@@ -254,6 +295,7 @@ public struct TouchpadRecognizer: Sendable {
     private mutating func lift(_ i: Int, _ t: UInt64) {
         let c = contacts.remove(at: i)
         if c.resting || c.ignored { return }
+        fingersChanged(t)
         let n = activeCount
         if scrolled && n == 1 { glide(t) }
         switch phase {
@@ -333,6 +375,96 @@ public struct TouchpadRecognizer: Sendable {
         let vy = recent.reduce(0) { $0 + $1.dy } / seconds
         guard (vx * vx + vy * vy).squareRoot() >= config.glideMinimumMmPerSecond else { return }
         emit(.glide(vxMmPerSecond: vx, vyMmPerSecond: vy, atUs: t))
+    }
+
+    // MARK: - Gestures (TouchpadConfig.gestures)
+
+    /// Sent now, or held with the rest while a tap is still possible.
+    private mutating func put(_ e: TouchpadEvent) {
+        if case .deciding = phase { held.append(e) } else { emit(e) }
+    }
+
+    /// The fingers' count changed: the gesture ends (a desktop binds a
+    /// swipe to its finger count), and scrolling held back for a decision
+    /// is sent, since it was not a pinch.
+    private mutating func fingersChanged(_ t: UInt64) {
+        guard config.gestures else { return }
+        if gesture != nil {
+            put(.gestureEnd(atUs: t))
+            gesture = nil
+        }
+        if case let .undecided(_, pending)? = two {
+            for p in pending { scrollStep(p.timeUs, p.dx, p.dy) }
+        }
+        two = nil
+    }
+
+    /// Three or four fingers: their centroid moves by each sample's share.
+    /// Five or more are no gesture a desktop binds: nothing.
+    private mutating func swipe(_ n: Int, _ dx: Double, _ dy: Double, _ t: UInt64) {
+        guard n <= 4 else { return }
+        if gesture == nil {
+            gesture = .swipe
+            put(.gestureBegin(kind: .swipe, fingers: n, atUs: t))
+        }
+        put(.gestureUpdate(dxMm: dx / Double(n), dyMm: dy / Double(n), scale: 1, angle: 0, atUs: t))
+    }
+
+    private mutating func scrollStep(_ t: UInt64, _ sx: Double, _ sy: Double) {
+        scrollHistory.append((t, sx, sy))
+        let horizon = t - min(t, config.glideWindowUs)
+        scrollHistory.removeAll { $0.timeUs <= horizon }
+        put(.scroll(dxMm: sx, dyMm: sy, atUs: t))
+    }
+
+    /// Two fingers: a pinch when they move against each other (apart,
+    /// together, or turning) more than they move together, a scroll
+    /// otherwise, decided once either has reached `pinchDecisionMm`.
+    private mutating func twoFingers(_ i: Int, _ dx: Double, _ dy: Double, _ t: UInt64) {
+        let idx = contacts.indices.filter { !contacts[$0].resting && !contacts[$0].ignored }
+        guard idx.count == 2 else { return }
+        let a = contacts[idx[0]], b = contacts[idx[1]]
+        let now = TwoFingerShape(a.x, a.y, b.x, b.y)
+        if two == nil {
+            // The shape before this sample moved contact i.
+            let (ax, ay) = idx[0] == i ? (a.x - dx, a.y - dy) : (a.x, a.y)
+            let (bx, by) = idx[1] == i ? (b.x - dx, b.y - dy) : (b.x, b.y)
+            two = .undecided(base: TwoFingerShape(ax, ay, bx, by), pending: [])
+        }
+        switch two! {
+        case .undecided(let base, var pending):
+            pending.append((t, dx / 2, dy / 2))
+            // How far each finger moved against the other (half the change
+            // of the line between them: spreading, closing or turning),
+            // against how far they moved together (the centroid).
+            let rx = (now.vx - base.vx) / 2, ry = (now.vy - base.vy) / 2
+            let rel = (rx * rx + ry * ry).squareRoot()
+            let dc = ((now.cx - base.cx) * (now.cx - base.cx) + (now.cy - base.cy) * (now.cy - base.cy)).squareRoot()
+            if max(rel, dc) < config.pinchDecisionMm {
+                two = .undecided(base: base, pending: pending)
+            } else if rel > dc {
+                gesture = .pinch
+                put(.gestureBegin(kind: .pinch, fingers: 2, atUs: t))
+                two = .pinch(base: base, cx: base.cx, cy: base.cy)
+                pinchStep(base, base.cx, base.cy, now, t)
+            } else {
+                two = .scroll
+                for p in pending { scrollStep(p.timeUs, p.dx, p.dy) }
+            }
+        case .scroll:
+            scrollStep(t, dx / 2, dy / 2)
+        case .pinch(let base, let cx, let cy):
+            pinchStep(base, cx, cy, now, t)
+        }
+    }
+
+    private mutating func pinchStep(_ base: TwoFingerShape, _ cx: Double, _ cy: Double, _ now: TwoFingerShape, _ t: UInt64) {
+        var turn = now.angle - base.angle
+        if turn > .pi { turn -= 2 * .pi } else if turn < -.pi { turn += 2 * .pi }
+        // Fingers landed on one spot: a pinch of them is measured from 1 mm.
+        let scale = now.distance / max(base.distance, 1)
+        put(.gestureUpdate(dxMm: now.cx - cx, dyMm: now.cy - cy, scale: scale, angle: turn, atUs: t))
+        two = .pinch(base: base, cx: now.cx, cy: now.cy)
     }
 
     // MARK: - Buttons and timeouts

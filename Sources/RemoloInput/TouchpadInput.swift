@@ -107,6 +107,19 @@ public struct TouchpadConfig: Equatable, Sendable {
     /// A lift slower than this (finger space) is a placement, not a flick:
     /// no momentum.
     public var glideMinimumMmPerSecond: Double = 10
+    /// Three- and four-finger swipes and two-finger pinches are reported
+    /// (`gestureBegin`, `gestureUpdate`, `gestureEnd`), for a receiver
+    /// that plays them on its touchpad. Off: three fingers moving do
+    /// nothing and two always scroll, as before gestures.
+    public var gestures = false
+    /// Two fingers are a pinch or a scroll once, since the second landed,
+    /// either finger has moved this far against the other (half the
+    /// change of the line between them: spreading, closing, turning) or
+    /// their centroid has moved this far: a pinch when the first is the
+    /// larger. libinput decides after 1.5-4 mm of motion by whether the
+    /// fingers' directions differ, which is the same question. Scrolling
+    /// is held back, not lost, until then.
+    public var pinchDecisionMm: Double = 3
 
     public init(geometry: TouchpadGeometry) { self.geometry = geometry }
 
@@ -129,6 +142,9 @@ public struct TouchpadConfig: Equatable, Sendable {
         }
         guard (1_000...500_000).contains(glideWindowUs), glideMinimumMmPerSecond.isFinite, glideMinimumMmPerSecond >= 0 else {
             throw InputConfigError("glide window \(glideWindowUs) us must be 1 000-500 000 and the glide minimum a speed >= 0; the defaults are 50 000 us and 10 mm/s")
+        }
+        guard pinchDecisionMm.isFinite, (0.5...20).contains(pinchDecisionMm) else {
+            throw InputConfigError("pinch decision \(pinchDecisionMm) mm is outside 0.5-20; 3 is the default")
         }
         return self
     }
@@ -172,6 +188,20 @@ public enum TouchpadEvent: Equatable, Sendable {
     case glide(vxMmPerSecond: Double, vyMmPerSecond: Double, atUs: UInt64)
     /// A finger touched: momentum stops.
     case touchDown(atUs: UInt64)
+    /// A swipe (3 or 4 fingers) or a pinch (2) begins (only with
+    /// `TouchpadConfig.gestures`).
+    case gestureBegin(kind: TouchpadGestureKind, fingers: Int, atUs: UInt64)
+    /// The fingers' centroid moved by dx, dy; for a pinch, scale is the
+    /// fingers' distance over the distance where the second landed, angle
+    /// how far the line between them has turned since (radians,
+    /// counter-clockwise on screen). Both stay 1 and 0 in a swipe.
+    case gestureUpdate(dxMm: Double, dyMm: Double, scale: Double, angle: Double, atUs: UInt64)
+    /// The gesture ends: the fingers lifted, or their count changed.
+    case gestureEnd(atUs: UInt64)
+}
+
+public enum TouchpadGestureKind: String, Equatable, Sendable {
+    case swipe, pinch
 }
 
 /// Turns contact samples and the clickpad's physical button into pointer

@@ -11,6 +11,12 @@
 //   {type: "button", button: "left"|"right"|"middle", down, atUs}
 //   {type: "glide", vx, vy, atUs}                 mm/s: momentum starts
 //   {type: "touchDown", atUs}                     momentum stops
+// and with config.gestures (off by default: three fingers then do nothing
+// and two always scroll):
+//   {type: "gestureBegin", kind: "swipe"|"pinch", fingers, atUs}
+//   {type: "gestureUpdate", dx, dy, scale, angle, atUs}   centroid motion; a pinch's
+//                                  distance over where it began, its turn (radians, ccw)
+//   {type: "gestureEnd", atUs}     the fingers lifted or their count changed
 
 export const defaultTouchpadConfig = Object.freeze({
   tapToClick: true,
@@ -25,6 +31,8 @@ export const defaultTouchpadConfig = Object.freeze({
   rightButtonLeftFraction: 0.5,
   glideWindowUs: 50_000,
   glideMinimumMmPerSecond: 10,
+  gestures: false,                // three- and four-finger swipes, two-finger pinches
+  pinchDecisionMm: 3,             // two fingers: a pinch or a scroll once either has come this far
 });
 
 export class TouchpadRecognizer {
@@ -40,6 +48,8 @@ export class TouchpadRecognizer {
     this.scrollHistory = [];
     this.nowUs = 0;
     this.out = [];
+    this.gesture = null;    // the kind of the gesture begun and not ended
+    this.two = null;        // two fingers: {state: "undecided", base, pending} | {state: "scroll"} | {state: "pinch", base, cx, cy}
   }
 
   get buttonAreaTopMm() { return this.surface.heightMm * (1 - this.config.buttonAreaFraction); }
@@ -99,6 +109,8 @@ export class TouchpadRecognizer {
     this.scrolled = false;
     this.scrollHistory = [];
     this.out = [];
+    this.gesture = null;
+    this.two = null;
   }
 
   // --- contacts
@@ -111,6 +123,7 @@ export class TouchpadRecognizer {
   }
 
   fingerLanded(t) {
+    this.fingersChanged(t);
     const n = this.activeCount;
     if (this.physical !== null) {
       if (this.phase.name === "idle") this.phase = { name: "dead" };
@@ -171,7 +184,8 @@ export class TouchpadRecognizer {
     }
   }
 
-  fingerEscaped() {
+  fingerEscaped(t) {
+    this.fingersChanged(t);
     if (this.physical !== null) { if (this.phase.name === "idle") this.phase = { name: "dead" }; return; }
     switch (this.phase.name) {
       case "idle": this.phase = { name: "moving" }; break;
@@ -195,6 +209,10 @@ export class TouchpadRecognizer {
         if (i === first) ev = motion;
       } else if (n === 1 && !this.scrolled) {
         ev = motion;
+      } else if (this.config.gestures && n >= 2) {
+        this.scrolled = true;
+        if (n === 2) this.twoFingers(i, dx, dy, t); else this.swipe(n, dx, dy, t);
+        return;
       } else if (n === 2) {
         this.scrolled = true;
         const sx = dx / 2, sy = dy / 2;
@@ -211,6 +229,7 @@ export class TouchpadRecognizer {
   lift(i, t) {
     const [c] = this.contacts.splice(i, 1);
     if (c.resting || c.ignored) return;
+    this.fingersChanged(t);
     const n = this.activeCount;
     if (this.scrolled && n === 1) this.glide(t);
     const p = this.phase;
@@ -289,6 +308,80 @@ export class TouchpadRecognizer {
     this.emit({ type: "glide", vx, vy, atUs: t });
   }
 
+  // --- gestures (config.gestures)
+
+  put(e) { if (this.phase.name === "deciding") this.held.push(e); else this.emit(e); }
+
+  // The count changed: the gesture ends (a desktop binds a swipe to its
+  // finger count); scrolling held back for a decision was no pinch: sent.
+  fingersChanged(t) {
+    if (!this.config.gestures) return;
+    if (this.gesture !== null) { this.put({ type: "gestureEnd", atUs: t }); this.gesture = null; }
+    if (this.two && this.two.state === "undecided") for (const p of this.two.pending) this.scrollStep(p[0], p[1], p[2]);
+    this.two = null;
+  }
+
+  // Three or four fingers: the centroid moves by each sample's share;
+  // five or more are no gesture a desktop binds.
+  swipe(n, dx, dy, t) {
+    if (n > 4) return;
+    if (this.gesture === null) { this.gesture = "swipe"; this.put({ type: "gestureBegin", kind: "swipe", fingers: n, atUs: t }); }
+    this.put({ type: "gestureUpdate", dx: dx / n, dy: dy / n, scale: 1, angle: 0, atUs: t });
+  }
+
+  scrollStep(t, sx, sy) {
+    this.scrollHistory.push([t, sx, sy]);
+    const horizon = t - Math.min(t, this.config.glideWindowUs);
+    this.scrollHistory = this.scrollHistory.filter((s) => s[0] > horizon);
+    this.put({ type: "scroll", dx: sx, dy: sy, atUs: t });
+  }
+
+  // Two fingers: a pinch when they move against each other (apart,
+  // together, turning) more than together, a scroll otherwise, decided once
+  // either has reached pinchDecisionMm (Sources/RemoloInput/TouchpadInput.swift).
+  twoFingers(i, dx, dy, t) {
+    const idx = [];
+    this.contacts.forEach((c, j) => { if (!c.resting && !c.ignored) idx.push(j); });
+    if (idx.length !== 2) return;
+    const a = this.contacts[idx[0]], b = this.contacts[idx[1]];
+    const now = shape(a.x, a.y, b.x, b.y);
+    if (this.two === null) {
+      const ax = idx[0] === i ? a.x - dx : a.x, ay = idx[0] === i ? a.y - dy : a.y;
+      const bx = idx[1] === i ? b.x - dx : b.x, by = idx[1] === i ? b.y - dy : b.y;
+      this.two = { state: "undecided", base: shape(ax, ay, bx, by), pending: [] };
+    }
+    const w = this.two;
+    if (w.state === "undecided") {
+      w.pending.push([t, dx / 2, dy / 2]);
+      const rel = Math.hypot((now.vx - w.base.vx) / 2, (now.vy - w.base.vy) / 2);
+      const dc = Math.hypot(now.cx - w.base.cx, now.cy - w.base.cy);
+      if (Math.max(rel, dc) < this.config.pinchDecisionMm) return;
+      if (rel > dc) {
+        this.gesture = "pinch";
+        this.put({ type: "gestureBegin", kind: "pinch", fingers: 2, atUs: t });
+        this.two = { state: "pinch", base: w.base, cx: w.base.cx, cy: w.base.cy };
+        this.pinchStep(now, t);
+      } else {
+        this.two = { state: "scroll" };
+        for (const p of w.pending) this.scrollStep(p[0], p[1], p[2]);
+      }
+    } else if (w.state === "scroll") {
+      this.scrollStep(t, dx / 2, dy / 2);
+    } else {
+      this.pinchStep(now, t);
+    }
+  }
+
+  pinchStep(now, t) {
+    const w = this.two;
+    let turn = now.angle - w.base.angle;
+    if (turn > Math.PI) turn -= 2 * Math.PI; else if (turn < -Math.PI) turn += 2 * Math.PI;
+    // Fingers landed on one spot: a pinch of them is measured from 1 mm.
+    const scale = now.distance / Math.max(w.base.distance, 1);
+    this.put({ type: "gestureUpdate", dx: now.cx - w.cx, dy: now.cy - w.cy, scale, angle: turn, atUs: t });
+    w.cx = now.cx; w.cy = now.cy;
+  }
+
   // --- buttons and timeouts
 
   clickButton() {
@@ -326,4 +419,11 @@ export class TouchpadRecognizer {
   button(button, down, atUs) { this.emit({ type: "button", button, down, atUs }); }
   emit(e) { this.out.push(e); }
   drain() { const o = this.out; this.out = []; return o; }
+}
+
+// Two fingers' shape: the line from the first to the second, its length and
+// angle (counter-clockwise on screen: y grows downwards), their centroid.
+function shape(ax, ay, bx, by) {
+  const vx = bx - ax, vy = by - ay;
+  return { vx, vy, distance: Math.hypot(vx, vy), angle: Math.atan2(-vy, vx), cx: (ax + bx) / 2, cy: (ay + by) / 2 };
 }
