@@ -2,8 +2,41 @@
 #include "evframe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+#include <libevdev/libevdev.h>
+#include <libevdev/libevdev-uinput.h>
+
+struct libevdev *evframe_describe(const char *name, unsigned int product)
+{
+	struct libevdev *dev = libevdev_new();
+
+	if (!dev)
+		return NULL;
+	libevdev_set_name(dev, name);
+	libevdev_set_id_bustype(dev, BUS_VIRTUAL);
+	libevdev_set_id_vendor(dev, EVFRAME_VENDOR);
+	libevdev_set_id_product(dev, (int)product);
+	libevdev_set_id_version(dev, 1);
+	return dev;
+}
+
+int evframe_create(struct libevdev *dev, struct libevdev_uinput **uidev)
+{
+	int ret = libevdev_uinput_create_from_device(dev, LIBEVDEV_UINPUT_OPEN_MANAGED, uidev);
+
+	if (ret < 0) {
+		*uidev = NULL;
+		return ret;
+	}
+	return libevdev_uinput_get_fd(*uidev);
+}
+
+int evframe_check_fd(int fd)
+{
+	return fd < 0 || fcntl(fd, F_GETFD) < 0 ? -EBADF : 0;
+}
 
 void evframe_put(struct input_event *ev, int *n, unsigned int type, unsigned int code, int value)
 {

@@ -8,6 +8,30 @@
 #define REMOLO_EVFRAME_H
 #include <linux/input.h>
 
+struct libevdev;
+struct libevdev_uinput;
+
+/* Remolo's devices share a vendor id (0x1d6b), each its own product id,
+ * so udev rules and hwdb entries can match them. */
+#define EVFRAME_VENDOR          0x1d6b
+#define EVFRAME_PRODUCT_POINTER 0x5245
+#define EVFRAME_PRODUCT_KEYBOARD 0x5246
+#define EVFRAME_PRODUCT_TOUCHPAD 0x5254
+
+/* A libevdev description named name, on BUS_VIRTUAL with Remolo's vendor
+ * and this product, version 1; NULL without memory. */
+struct libevdev *evframe_describe(const char *name, unsigned int product);
+
+/* Creates the uinput device dev describes (libevdev opens /dev/uinput
+ * O_CLOEXEC and closes it in libevdev_uinput_destroy). Returns its fd, or
+ * -errno from open() and the ioctls: -ENOENT without the uinput module,
+ * -EACCES without the right to open it. dev stays the caller's. */
+int evframe_create(struct libevdev *dev, struct libevdev_uinput **uidev);
+
+/* 0 when fd is an open descriptor (the devices' fd mode), else -EBADF:
+ * checked once at setup rather than at every frame. */
+int evframe_check_fd(int fd);
+
 /* Appends one event at ev[*n] and advances *n. The time field stays zero:
  * the kernel stamps uinput events itself and ignores it. */
 void evframe_put(struct input_event *ev, int *n, unsigned int type, unsigned int code, int value);

@@ -6,7 +6,6 @@
  * after a failed write.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 #include <libevdev/libevdev.h>
@@ -46,16 +45,9 @@ int kbddev_init(struct kbddev *d, const char *name)
 	int ret = 0;
 
 	reset(d);
-	d->dev = libevdev_new();
+	d->dev = evframe_describe(name ? name : REMOLO_KBDDEV_NAME, EVFRAME_PRODUCT_KEYBOARD);
 	if (!d->dev)
 		return -ENOMEM;
-	libevdev_set_name(d->dev, name ? name : REMOLO_KBDDEV_NAME);
-	libevdev_set_id_bustype(d->dev, BUS_VIRTUAL);
-	/* The pointer's vendor, the next product id: udev rules and hwdb
-	 * entries can match either. */
-	libevdev_set_id_vendor(d->dev, 0x1d6b);
-	libevdev_set_id_product(d->dev, 0x5246);
-	libevdev_set_id_version(d->dev, 1);
 
 	/* udev's input_id calls a device with KEY_ESC, the digits and Q..D a
 	 * keyboard (ID_INPUT_KEYBOARD), and libinput takes it as one. */
@@ -72,10 +64,10 @@ int kbddev_init(struct kbddev *d, const char *name)
 		ret = -EINVAL;
 		goto err;
 	}
-	ret = libevdev_uinput_create_from_device(d->dev, LIBEVDEV_UINPUT_OPEN_MANAGED, &d->uidev);
+	ret = evframe_create(d->dev, &d->uidev);
 	if (ret < 0)
 		goto err;
-	d->fd = libevdev_uinput_get_fd(d->uidev);
+	d->fd = ret;
 	return 0;
 
 err:
@@ -88,7 +80,7 @@ err:
 int kbddev_init_fd(struct kbddev *d, int fd)
 {
 	reset(d);
-	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+	if (evframe_check_fd(fd))
 		return -EBADF;
 	d->fd = fd;
 	return 0;

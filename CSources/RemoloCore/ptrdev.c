@@ -8,7 +8,6 @@
  * could then wake up between events of one tick.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 #include <libevdev/libevdev.h>
@@ -40,15 +39,9 @@ int ptrdev_init(struct ptrdev *d, const char *name)
 	memset(d, 0, sizeof(*d));
 	d->fd = -1;
 
-	d->dev = libevdev_new();
+	d->dev = evframe_describe(name ? name : REMOLO_PTRDEV_NAME, EVFRAME_PRODUCT_POINTER);
 	if (!d->dev)
 		return -ENOMEM;
-	libevdev_set_name(d->dev, name ? name : REMOLO_PTRDEV_NAME);
-	libevdev_set_id_bustype(d->dev, BUS_VIRTUAL);
-	/* Fixed ids so udev rules and hwdb entries can match the device. */
-	libevdev_set_id_vendor(d->dev, 0x1d6b);
-	libevdev_set_id_product(d->dev, 0x5245);
-	libevdev_set_id_version(d->dev, 1);
 
 	/* INPUT_PROP_POINTER plus REL_X/Y and BTN_LEFT is what libinput and
 	 * udev's input_id take for a mouse. */
@@ -62,12 +55,10 @@ int ptrdev_init(struct ptrdev *d, const char *name)
 		goto err;
 	}
 
-	/* Managed: libevdev opens /dev/uinput (O_CLOEXEC) and closes it in
-	 * destroy; errors come back as -errno from open() and the ioctls. */
-	ret = libevdev_uinput_create_from_device(d->dev, LIBEVDEV_UINPUT_OPEN_MANAGED, &d->uidev);
+	ret = evframe_create(d->dev, &d->uidev);
 	if (ret < 0)
 		goto err;
-	d->fd = libevdev_uinput_get_fd(d->uidev);
+	d->fd = ret;
 	return 0;
 
 err:
@@ -81,8 +72,7 @@ int ptrdev_init_fd(struct ptrdev *d, int fd)
 {
 	memset(d, 0, sizeof(*d));
 	d->fd = -1;
-	/* Checked once here, so a bad fd fails setup rather than every tick. */
-	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+	if (evframe_check_fd(fd))
 		return -EBADF;
 	d->fd = fd;
 	return 0;

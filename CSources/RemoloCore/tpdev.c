@@ -8,7 +8,6 @@
  * a pinch where the sender made a swipe.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -44,15 +43,9 @@ int tpdev_init(struct tpdev *d, const char *name)
 	memset(d, 0, sizeof(*d));
 	d->fd = -1;
 
-	d->dev = libevdev_new();
+	d->dev = evframe_describe(name ? name : REMOLO_TPDEV_NAME, EVFRAME_PRODUCT_TOUCHPAD);
 	if (!d->dev)
 		return -ENOMEM;
-	libevdev_set_name(d->dev, name ? name : REMOLO_TPDEV_NAME);
-	libevdev_set_id_bustype(d->dev, BUS_VIRTUAL);
-	/* The pointer's vendor, its own product id (ptrdev.c: 0x5245). */
-	libevdev_set_id_vendor(d->dev, 0x1d6b);
-	libevdev_set_id_product(d->dev, 0x5254);
-	libevdev_set_id_version(d->dev, 1);
 
 	/*
 	 * A touchpad to udev's input_id (ABS_X/Y with BTN_TOOL_FINGER and no
@@ -91,10 +84,10 @@ int tpdev_init(struct tpdev *d, const char *name)
 		goto err;
 	}
 
-	ret = libevdev_uinput_create_from_device(d->dev, LIBEVDEV_UINPUT_OPEN_MANAGED, &d->uidev);
+	ret = evframe_create(d->dev, &d->uidev);
 	if (ret < 0)
 		goto err;
-	d->fd = libevdev_uinput_get_fd(d->uidev);
+	d->fd = ret;
 	return 0;
 
 err:
@@ -108,7 +101,7 @@ int tpdev_init_fd(struct tpdev *d, int fd)
 {
 	memset(d, 0, sizeof(*d));
 	d->fd = -1;
-	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+	if (evframe_check_fd(fd))
 		return -EBADF;
 	d->fd = fd;
 	return 0;
