@@ -22,11 +22,16 @@ struct libevdev *evframe_describe(const char *name, unsigned int product)
 	return dev;
 }
 
-int evframe_create(struct libevdev *dev, struct libevdev_uinput **uidev)
+int evframe_create(struct libevdev **dev, struct libevdev_uinput **uidev, int enabled)
 {
-	int ret = libevdev_uinput_create_from_device(dev, LIBEVDEV_UINPUT_OPEN_MANAGED, uidev);
+	int ret = -EINVAL;
 
+	*uidev = NULL;
+	if (enabled == 0)
+		ret = libevdev_uinput_create_from_device(*dev, LIBEVDEV_UINPUT_OPEN_MANAGED, uidev);
 	if (ret < 0) {
+		libevdev_free(*dev);
+		*dev = NULL;
 		*uidev = NULL;
 		return ret;
 	}

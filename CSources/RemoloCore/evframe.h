@@ -22,11 +22,14 @@ struct libevdev_uinput;
  * and this product, version 1; NULL without memory. */
 struct libevdev *evframe_describe(const char *name, unsigned int product);
 
-/* Creates the uinput device dev describes (libevdev opens /dev/uinput
- * O_CLOEXEC and closes it in libevdev_uinput_destroy). Returns its fd, or
- * -errno from open() and the ioctls: -ENOENT without the uinput module,
- * -EACCES without the right to open it. dev stays the caller's. */
-int evframe_create(struct libevdev *dev, struct libevdev_uinput **uidev);
+/* Creates the uinput device *dev describes, once its codes were enabled
+ * (enabled: the last libevdev_enable_* result, non-zero = one failed).
+ * libevdev opens /dev/uinput O_CLOEXEC and closes it in
+ * libevdev_uinput_destroy. Returns the device's fd; or -EINVAL (a code
+ * would not enable), -errno from open() and the ioctls (-ENOENT without
+ * the uinput module, -EACCES without the right to open it), with *dev
+ * freed and *dev, *uidev NULL. */
+int evframe_create(struct libevdev **dev, struct libevdev_uinput **uidev, int enabled);
 
 /* 0 when fd is an open descriptor (the devices' fd mode), else -EBADF:
  * checked once at setup rather than at every frame. */

@@ -60,21 +60,11 @@ int kbddev_init(struct kbddev *d, const char *name)
 	 * desktops apply their own repeat settings. */
 	if (ret == 0)
 		ret = libevdev_enable_event_type(d->dev, EV_REP);
-	if (ret) {
-		ret = -EINVAL;
-		goto err;
-	}
-	ret = evframe_create(d->dev, &d->uidev);
+	ret = evframe_create(&d->dev, &d->uidev, ret);
 	if (ret < 0)
-		goto err;
+		return ret;
 	d->fd = ret;
 	return 0;
-
-err:
-	libevdev_free(d->dev);
-	d->dev = NULL;
-	d->uidev = NULL;
-	return ret;
 }
 
 int kbddev_init_fd(struct kbddev *d, int fd)

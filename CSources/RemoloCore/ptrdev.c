@@ -50,22 +50,12 @@ int ptrdev_init(struct ptrdev *d, const char *name)
 		ret = libevdev_enable_event_code(d->dev, EV_REL, rel_axes[i], NULL);
 	for (i = 0; ret == 0 && i < PLAYOUT_BTN_COUNT; i++)
 		ret = libevdev_enable_event_code(d->dev, EV_KEY, PLAYOUT_BTN_FIRST + i, NULL);
-	if (ret) {
-		ret = -EINVAL;
-		goto err;
-	}
 
-	ret = evframe_create(d->dev, &d->uidev);
+	ret = evframe_create(&d->dev, &d->uidev, ret);
 	if (ret < 0)
-		goto err;
+		return ret;
 	d->fd = ret;
 	return 0;
-
-err:
-	libevdev_free(d->dev);
-	d->dev = NULL;
-	d->uidev = NULL;
-	return ret;
 }
 
 int ptrdev_init_fd(struct ptrdev *d, int fd)

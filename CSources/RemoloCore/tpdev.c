@@ -79,22 +79,12 @@ int tpdev_init(struct tpdev *d, const char *name)
 		ret = enable_abs(d->dev, ABS_MT_POSITION_X, REMOLO_TPDEV_MAX_X);
 	if (!ret)
 		ret = enable_abs(d->dev, ABS_MT_POSITION_Y, REMOLO_TPDEV_MAX_Y);
-	if (ret) {
-		ret = -EINVAL;
-		goto err;
-	}
 
-	ret = evframe_create(d->dev, &d->uidev);
+	ret = evframe_create(&d->dev, &d->uidev, ret);
 	if (ret < 0)
-		goto err;
+		return ret;
 	d->fd = ret;
 	return 0;
-
-err:
-	libevdev_free(d->dev);
-	d->dev = NULL;
-	d->uidev = NULL;
-	return ret;
 }
 
 int tpdev_init_fd(struct tpdev *d, int fd)
