@@ -40,6 +40,23 @@ test("buttons go before the motion of their frame; heartbeats every 100 ms when 
   assert.deepEqual(f.frame(10 * HEARTBEAT_US, false), [], "hidden: no heartbeat");
 });
 
+test("a datagram the link did not send is taken back out of what was sent, whatever its kind", () => {
+  const f = new Framer(flat);
+  f.button(0x110, true, 0);
+  f.motion(2, 0, 8000);
+  f.scroll(0, 3);
+  const out = f.frame(0);
+  const before = structuredClone(f.sent);
+  for (const d of out) f.unsent(d);
+  assert.deepEqual(f.sent, { motionQ8: [0, 0], scrollQ8: [0, 0], buttons: [], datagrams: 0, heartbeats: 0 });
+  assert.equal(before.datagrams, 3);
+  const hb = f.frame(HEARTBEAT_US);
+  assert.deepEqual(hb, [{ kind: 4, a: 0, b: 0 }]);
+  f.unsent(hb[0]);
+  assert.equal(f.sent.heartbeats, 0);
+  assert.equal(f.sent.datagrams, 0);
+});
+
 test("momentum: 95% of the speed gone after one second, the distance independent of the frame rate", () => {
   const run = (hz) => {
     const f = new Framer(flat);

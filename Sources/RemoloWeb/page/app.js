@@ -243,7 +243,9 @@ function deliver(frameUs, visible) {
   for (const d of framer.frame(frameUs, visible, clock.periodUs)) {
     // A button the link sent as a button message (on the data channel's
     // sessions) is no datagram: what was sent says so, for the totals.
-    if (link.send(d, frameUs) === "message") { framer.sent.datagrams--; framer.sent.buttonMessages = (framer.sent.buttonMessages ?? 0) + 1; }
+    const how = link.send(d, frameUs);
+    if (how === "message") { framer.sent.datagrams--; framer.sent.buttonMessages = (framer.sent.buttonMessages ?? 0) + 1; }
+    else if (how !== "datagram") framer.unsent(d);   // the link had ended: nothing left the page
     sentThisSecond++;
   }
 }

@@ -105,6 +105,18 @@ export class Framer {
     this.momentum = null;
   }
 
+  /** Takes a datagram of frame() back out of what was sent: the link did not send it. */
+  unsent(d) {
+    this.sent.datagrams--;
+    if (d.kind === 1) { this.sent.motionQ8[0] -= d.a; this.sent.motionQ8[1] -= d.b; }
+    else if (d.kind === 2) { this.sent.scrollQ8[0] -= d.a; this.sent.scrollQ8[1] -= d.b; }
+    else if (d.kind === 4) this.sent.heartbeats--;
+    else if (d.kind === 3) {
+      const i = this.sent.buttons.findLastIndex((x) => x.code === d.a && x.down === (d.b === 1));
+      if (i >= 0) this.sent.buttons.splice(i, 1);
+    }
+  }
+
   get gliding() { return this.momentum !== null; }
 
   /**
