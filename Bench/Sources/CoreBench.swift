@@ -61,7 +61,7 @@ private func packetNs(_ s: BenchSettings, recoverEvery: Int = 0, chooser: Bool =
                 let i = k & (stream.tx.count - 1)
                 var pkt = playout_pkt(tx_us: stream.tx[i] &+ UInt64(k >> 16) * 600_000_000, a: stream.dx[i], b: -stream.dx[i],
                                       code: 0, kind: UInt8(PLAYOUT_KIND_MOTION.rawValue), down: 0,
-                                      lost_n: 0, lost: (0, 0, 0, 0))
+                                      lost_n: 0, lost: (0, 0, 0, 0), g: playout_gesture())
                 if recoverEvery > 0 && k % recoverEvery == 0 {
                     pkt.lost_n = 1
                     pkt.lost = (stream.dx[i] / 2, 256, 0, 0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The receive loop's insides (see remolo_rx.h for the public side), shared
- * by rxloop.c, rxring.c, rxcmd.c and rxstats.c only. Outside include/: no
+ * by rxloop.c, rxring.c, rxcmd.c, rxstats.c and rxtouch.c only. Outside include/: no
  * Swift module sees this header, so the layout of struct rx_loop can change
  * without touching any caller.
  *
@@ -199,6 +199,9 @@ struct rx_loop {
 	struct playout_config pcfg;
 	struct ptrdev *dev;
 	struct kbddev *kbd;             /* NULL: no keyboard */
+	struct tpdev *tp;               /* NULL: no touchpad (RX_OP_TOUCHPAD) */
+	uint8_t touch_owner;            /* slot + 1 of the session whose fingers
+					 * are on the pad, 0 = none (rxtouch.c) */
 	/* Sessions holding each key: the keyboard sees a press when the
 	 * first session presses a key and a release when the last lets go. */
 	uint8_t key_holders[PLAYOUT_KEY_LIMIT];
@@ -210,6 +213,15 @@ struct rx_loop {
 	int32_t state;                  /* enum rx_state, atomic */
 	int32_t run_error;              /* why run failed, atomic (-errno) */
 };
+
+/* ---- the touchpad (rxtouch.c) ------------------------------------------ */
+/* Takes the caller's touchpad: 0, -EEXIST (one already), -EINVAL. */
+int rx_touch_adopt(struct rx_loop *l, struct tpdev *tp);
+/* One session's tick: its touches onto the pad, if the pad is free or its. */
+void rx_touch_tick(struct rx_loop *l, uint32_t slot, const struct playout_out *o);
+/* Lifts the fingers of a session that has ended (its last lift failed);
+ * true while they are still down (the timer must keep running). */
+bool rx_touch_orphan(struct rx_loop *l);
 
 _Static_assert(_Alignof(struct rx_loop) <= REMOLO_RX_LOOP_ALIGN, "callers align to REMOLO_RX_LOOP_ALIGN");
 _Static_assert(REMOLO_SESSIONS_MAX < 256, "a key's holders fit a byte");

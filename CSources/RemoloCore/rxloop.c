@@ -312,11 +312,15 @@ static void on_tick(struct rx_loop *l, uint64_t expirations)
 			continue;
 		playout_tick(&l->po[s], now, &o);
 		merge(l, &m, &o);
+		rx_touch_tick(l, s, &o);
+		l->st.gesture_timeouts += o.touch_timed_out;
 		/* The playout's own idle signal: nothing queued and no motion or
 		 * button for idle_us (heartbeats do not count). */
 		if (!o.idle)
 			all_quiet = false;
 	}
+	if (rx_touch_orphan(l))
+		all_quiet = false;
 	if (emit_tick(l, &m) && m.due_us)
 		count(l->st.due_write_hist, rx_now_us() - m.due_us);
 	if (all_quiet)
@@ -329,8 +333,18 @@ static int push(struct rx_loop *l, uint32_t slot, uint64_t now, const struct pla
 {
 	uint64_t clamped = l->po[slot].stats.clamped, folded = l->po[slot].stats.key_folded;
 	uint64_t recovered = l->po[slot].stats.recovered;
+	uint64_t gestures = l->po[slot].stats.gestures;
 	int res = playout_push(&l->po[slot], now, pkt);
 
+	if (pkt->kind == PLAYOUT_KIND_GESTURE) {
+		l->st.gestures += l->po[slot].stats.gestures - gestures;
+		l->st.gesture_states += res != PLAYOUT_PUSH_REJECTED;
+		l->st.gesture_refused += res == PLAYOUT_PUSH_REJECTED;
+		/* An ended gesture's late state is the sender's to send, not an
+		 * error of the command or the datagram. */
+		if (res == PLAYOUT_PUSH_REJECTED)
+			return 0;
+	}
 	l->st.clamped += l->po[slot].stats.clamped - clamped;
 	l->st.recovered += l->po[slot].stats.recovered - recovered;
 	l->st.keys_folded += l->po[slot].stats.key_folded - folded;
@@ -462,6 +476,7 @@ static void end_session(struct rx_loop *l, uint32_t slot, uint64_t now)
 		struct playout_out m;
 
 		playout_tick(&l->po[slot], now, &o);
+		rx_touch_tick(l, slot, &o);
 		if (empty(&o) && !o.nkey)
 			break;
 		memset(&m, 0, sizeof(m));
@@ -506,13 +521,16 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 		r = wire_lookup(&l->wire, c->id);
 		if (r < 0)
 			break;
-		/* Heartbeats are datagrams only: the control channel has pings. */
+		/* Heartbeats are datagrams only: the control channel has pings.
+		 * Gesture states too: the control channel ends gestures. */
 		if ((c->pkt.kind != PLAYOUT_KIND_BUTTON && c->pkt.kind != PLAYOUT_KIND_MOTION &&
-		     c->pkt.kind != PLAYOUT_KIND_SCROLL && c->pkt.kind != PLAYOUT_KIND_KEY) || !l->active[r]) {
+		     c->pkt.kind != PLAYOUT_KIND_SCROLL && c->pkt.kind != PLAYOUT_KIND_KEY &&
+		     !(c->pkt.kind == PLAYOUT_KIND_GESTURE && c->pkt.g.type == PLAYOUT_GESTURE_END)) ||
+		    !l->active[r]) {
 			r = -EINVAL;
 			break;
 		}
-		if (c->pkt.kind == PLAYOUT_KIND_KEY && !l->kbd) {
+		if ((c->pkt.kind == PLAYOUT_KIND_KEY && !l->kbd) || (c->pkt.kind == PLAYOUT_KIND_GESTURE && !l->tp)) {
 			r = -ENODEV;
 			break;
 		}
@@ -538,6 +556,12 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 		break;
 	case RX_OP_REDUNDANCY:
 		r = wire_set_totals(&l->wire, c->id, 1);
+		break;
+	case RX_OP_GESTURES:
+		r = l->tp ? wire_set_gestures(&l->wire, c->id, 1) : -ENODEV;
+		break;
+	case RX_OP_TOUCHPAD:
+		r = rx_touch_adopt(l, c->tp);
 		break;
 	case RX_OP_STOP:
 		*stop = true;
@@ -694,6 +718,8 @@ int rx_loop_run(struct rx_loop *l)
 	/* Every session ended; whatever a failed write left down goes up. */
 	if (l->kbd)
 		(void)kbddev_release(l->kbd);
+	if (l->tp)
+		(void)tpdev_lift(l->tp);
 	timer_set(l, false);
 	rx_ring_down(&l->ring);
 out:

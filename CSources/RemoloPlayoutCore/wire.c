@@ -229,8 +229,43 @@ static int drop(struct wire *w, enum wire_drop why)
 	return -(int)why;
 }
 
-/* Fields of an authentic plaintext into a playout packet. */
-static int parse(const uint8_t pt[WIRE_PT_LEN], struct playout_pkt *pkt)
+/* A gesture block (remolo_wire.h, the gesture layout) and the offset in
+ * a, b into pkt: 0, or -WIRE_DROP_BAD_FIELD. */
+static int parse_gesture(const uint8_t *blk, struct playout_pkt *pkt)
+{
+	struct playout_gesture *g = &pkt->g;
+	int32_t lim = REMOLO_GESTURE_MAX_UM;
+
+	g->id = blk[WIRE_G_OFF_ID];
+	g->type = blk[WIRE_G_OFF_TYPE];
+	g->fingers = blk[WIRE_G_OFF_FINGERS];
+	g->flags = blk[WIRE_G_OFF_FLAGS];
+	g->scale_q16 = (int32_t)load32(blk + WIRE_G_OFF_SCALE);
+	g->angle_urad = (int32_t)load32(blk + WIRE_G_OFF_ANGLE);
+	if (unlikely(pkt->a < -lim || pkt->a > lim || pkt->b < -lim || pkt->b > lim ||
+		     (g->flags & ~PLAYOUT_GESTURE_FLAG_LAST) || load32(blk + WIRE_G_OFF_ZERO) != 0))
+		return -WIRE_DROP_BAD_FIELD;
+	switch (g->type) {
+	case PLAYOUT_GESTURE_SWIPE:
+		if (unlikely(g->fingers < 3 || g->fingers > 4 || g->scale_q16 != REMOLO_GESTURE_SCALE_ONE ||
+			     g->angle_urad != 0))
+			return -WIRE_DROP_BAD_FIELD;
+		return 0;
+	case PLAYOUT_GESTURE_PINCH:
+		if (unlikely(g->fingers < 2 || g->fingers > 4 || g->scale_q16 < REMOLO_GESTURE_SCALE_MIN ||
+			     g->scale_q16 > REMOLO_GESTURE_SCALE_MAX || g->angle_urad < -REMOLO_GESTURE_ANGLE_MAX ||
+			     g->angle_urad > REMOLO_GESTURE_ANGLE_MAX))
+			return -WIRE_DROP_BAD_FIELD;
+		return 0;
+	default:
+		return -WIRE_DROP_BAD_FIELD;
+	}
+}
+
+/* Fields of an authentic plaintext into a playout packet. ext: the 16
+ * bytes after the base plaintext (totals or a gesture block), or NULL for
+ * a 49-byte datagram; gestures: the session may send gesture datagrams. */
+static int parse(const uint8_t *pt, const uint8_t *ext, bool gestures, struct playout_pkt *pkt)
 {
 	uint8_t kind = pt[WIRE_PT_OFF_KIND];
 	int32_t a = (int32_t)load32(pt + WIRE_PT_OFF_A);
@@ -257,6 +292,12 @@ static int parse(const uint8_t pt[WIRE_PT_LEN], struct playout_pkt *pkt)
 		if (unlikely(a != 0 || b != 0))
 			return -WIRE_DROP_BAD_FIELD;
 		return 0;
+	case WIRE_KIND_GESTURE:
+		if (unlikely(!ext || !gestures))
+			return -WIRE_DROP_BAD_KIND;
+		pkt->a = a;
+		pkt->b = b;
+		return parse_gesture(ext, pkt);
 	default:
 		return -WIRE_DROP_BAD_KIND;
 	}
@@ -269,6 +310,16 @@ int wire_set_totals(struct wire *w, const uint8_t id[WIRE_ID_LEN], int on)
 	if (pos < 0)
 		return -ENOENT;
 	w->sess[w->index[pos] - 1].totals = on ? 1 : 0;
+	return 0;
+}
+
+int wire_set_gestures(struct wire *w, const uint8_t id[WIRE_ID_LEN], int on)
+{
+	int pos = find_pos(w, id);
+
+	if (pos < 0)
+		return -ENOENT;
+	w->sess[w->index[pos] - 1].gestures = on ? 1 : 0;
 	return 0;
 }
 
@@ -327,9 +378,9 @@ int wire_open(struct wire *w, const uint8_t *buf, size_t len, struct wire_rx *ou
 	if (unlikely(pos < 0))
 		return drop(w, WIRE_DROP_UNKNOWN_SESSION);
 	s = &w->sess[w->index[pos] - 1];
-	/* The redundant layout only where hello granted it: anywhere else it
-	 * is too long, as it was before the layout existed. */
-	if (unlikely(totals && !s->totals))
+	/* The 65-byte layouts only where hello granted one: anywhere else a
+	 * datagram is too long, as it was before the layouts existed. */
+	if (unlikely(totals && !s->totals && !s->gestures))
 		return drop(w, WIRE_DROP_LONG);
 	counter = load64(buf + WIRE_OFF_COUNTER);
 	/* Strictly increasing (remolo_wire.h): checked before the crypto,
@@ -352,10 +403,20 @@ int wire_open(struct wire *w, const uint8_t *buf, size_t len, struct wire_rx *ou
 	 * payload is then refused, so that datagram cannot be replayed. */
 	s->newest = counter;
 	s->any_seen = 1;
-	r = parse(pt, &pkt);
+	r = parse(pt, totals ? pt + WIRE_PT_OFF_TOTALS : NULL, s->gestures, &pkt);
+	/* 65 bytes of another kind carry totals: only where those were granted. */
+	if (unlikely(r == 0 && totals && pkt.kind != WIRE_KIND_GESTURE && !s->totals))
+		r = -WIRE_DROP_BAD_KIND;
 	if (unlikely(r < 0))
 		return drop(w, (enum wire_drop)-r);
-	take_totals(s, &pkt, totals ? pt + WIRE_PT_OFF_TOTALS : NULL, gap);
+	if (pkt.kind == WIRE_KIND_GESTURE) {
+		/* No motion and no totals: the datagrams skipped before it are
+		 * the next totals' to recover (remolo_wire.h). */
+		s->owed += gap;
+	} else {
+		take_totals(s, &pkt, totals ? pt + WIRE_PT_OFF_TOTALS : NULL, gap + s->owed);
+		s->owed = 0;
+	}
 	s->opened++;
 	w->stats.opened++;
 	out->pkt = pkt;
@@ -407,6 +468,33 @@ static int seal(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], 
 	if (wire_aead_seal(out + WIRE_OFF_CT, pt, ptlen, out, WIRE_HDR_LEN, WIRE_NONCE_FIXED, counter, key) < 0)
 		return -EINVAL;
 	return (int)(WIRE_HDR_LEN + ptlen + WIRE_TAG_LEN);
+}
+
+int wire_seal_gesture(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,
+		      const struct playout_pkt *pkt, uint8_t *out, size_t cap)
+{
+	uint8_t pt[WIRE_PT_TOTALS_LEN] = { 0 };
+	uint8_t *blk = pt + WIRE_PT_OFF_GESTURE;
+	struct playout_pkt check;
+
+	if (cap < WIRE_TOTALS_DATAGRAM_LEN)
+		return -ENOSPC;
+	if (pkt->kind != WIRE_KIND_GESTURE)
+		return -EINVAL;
+	pt[WIRE_PT_OFF_KIND] = WIRE_KIND_GESTURE;
+	store32(pt + WIRE_PT_OFF_A, (uint32_t)pkt->a);
+	store32(pt + WIRE_PT_OFF_B, (uint32_t)pkt->b);
+	store64(pt + WIRE_PT_OFF_TX, pkt->tx_us);
+	blk[WIRE_G_OFF_ID] = pkt->g.id;
+	blk[WIRE_G_OFF_TYPE] = pkt->g.type;
+	blk[WIRE_G_OFF_FINGERS] = pkt->g.fingers;
+	blk[WIRE_G_OFF_FLAGS] = pkt->g.flags;
+	store32(blk + WIRE_G_OFF_SCALE, (uint32_t)pkt->g.scale_q16);
+	store32(blk + WIRE_G_OFF_ANGLE, (uint32_t)pkt->g.angle_urad);
+	/* What the receiver would refuse is never sealed: one set of rules. */
+	if (parse(pt, blk, true, &check) < 0)
+		return -EINVAL;
+	return seal(key, id, counter, pt, WIRE_PT_TOTALS_LEN, out);
 }
 
 int wire_seal(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,

@@ -182,7 +182,7 @@ public struct PointerPacket: Sendable, Equatable {
 
     package var c: playout_pkt {
         playout_pkt(tx_us: senderTimeUs, a: a, b: b, code: code, kind: kind.rawValue, down: down ? 1 : 0,
-                    lost_n: lostDatagrams, lost: (recovered[0], recovered[1], recovered[2], recovered[3]))
+                    lost_n: lostDatagrams, lost: (recovered[0], recovered[1], recovered[2], recovered[3]), g: playout_gesture())
     }
 }
 

@@ -121,7 +121,7 @@ import RemoloTestSupport
     @Test(arguments: [(1, UInt8(0), UInt16(0)), (2, UInt8(6), UInt16(0)), (3, UInt8(255), UInt16(0)), (4, UInt8(3), UInt16(0x10f)), (5, UInt8(3), UInt16(0x118)), (6, UInt8(3), UInt16(0xffff))])
     func rejects(_ id: Int, _ kind: UInt8, _ code: UInt16) {
         let p = CorePlayout()
-        var pkt = playout_pkt(tx_us: 1, a: 1, b: 1, code: code, kind: kind, down: 1, lost_n: 0, lost: (0, 0, 0, 0))
+        var pkt = playout_pkt(tx_us: 1, a: 1, b: 1, code: code, kind: kind, down: 1, lost_n: 0, lost: (0, 0, 0, 0), g: playout_gesture())
         #expect(playout_push(p.p, 1, &pkt) == Int32(PLAYOUT_PUSH_REJECTED.rawValue), "case \(id)")
         #expect(p.p.pointee.stats.rejected == 1 && p.p.pointee.stats.packets == 0, "case \(id)")
     }

@@ -21,7 +21,7 @@ final class CorePlayout {
               a: Int32 = 0, b: Int32 = 0, code: UInt16 = 0, down: Bool = false,
               lost: (Int32, Int32, Int32, Int32) = (0, 0, 0, 0), lostCount: UInt32 = 0) -> Int32 {
         var pkt = playout_pkt(tx_us: tx, a: a, b: b, code: code, kind: UInt8(kind.rawValue), down: down ? 1 : 0,
-                              lost_n: lostCount, lost: lost)
+                              lost_n: lostCount, lost: lost, g: playout_gesture())
         return playout_push(p, rx, &pkt)
     }
 

@@ -30,6 +30,7 @@
 #include "remolo_kbddev.h"
 #include "remolo_playout.h"
 #include "remolo_ptrdev.h"
+#include "remolo_tpdev.h"
 #include "remolo_wire.h"
 
 /* Capacities (REMOLO_SESSIONS_MAX, REMOLO_RX_BUFS, REMOLO_RX_CMDQ_CAP) are
@@ -94,6 +95,15 @@ enum rx_op {
 	RX_OP_REDUNDANCY = 6,           /* id: the session's hello granted the
 					 * redundancy feature; its 65-byte datagrams
 					 * open from now on (wire_set_totals) */
+	RX_OP_GESTURES = 7,             /* id: the session's hello granted the
+					 * gestures feature; its gesture datagrams
+					 * open from now on (wire_set_gestures).
+					 * -ENODEV when the loop has no touchpad */
+	RX_OP_TOUCHPAD = 8,             /* tp: the touchpad gestures play into,
+					 * initialised by the caller and kept alive
+					 * until the loop has stopped; the loop
+					 * thread alone writes to it from then on.
+					 * -EEXIST when the loop has one already */
 };
 
 /*
@@ -108,6 +118,7 @@ enum rx_op {
  */
 struct rx_cmd {
 	struct playout_pkt pkt;
+	struct tpdev *tp;               /* RX_OP_TOUCHPAD */
 	uint8_t key[WIRE_KEY_LEN];
 	uint8_t id[WIRE_ID_LEN];
 	uint8_t op;
@@ -204,6 +215,15 @@ struct rx_stats {
 					 * changes across sessions in one tick */
 	uint64_t key_write_errors;
 	uint64_t keys_sysrq_dropped;    /* SysRq presses left out (Alt held) */
+	uint64_t touchpad;              /* 1 when the loop has a touchpad */
+	uint64_t gestures;              /* gestures begun, over the sessions */
+	uint64_t gesture_states;        /* gesture states and ends taken */
+	uint64_t gesture_refused;       /* states of ended gestures, or no room */
+	uint64_t gesture_timeouts;      /* ended by REMOLO_GESTURE_STALE_US */
+	uint64_t gesture_blocked;       /* ticks a session's touches waited: another
+					 * session's fingers were on the pad */
+	uint64_t touch_frames;          /* writes to the touchpad */
+	uint64_t touch_write_errors;
 	/* Timing, in rx_hist_bucket buckets of microseconds. */
 	uint64_t tick_late_hist[REMOLO_HIST_BUCKETS]; /* timer reads by how long
 					 * after the latest expiry they report the

@@ -106,6 +106,28 @@
 #define REMOLO_KEYQ_TEXT_EVENTS  (256u * 6u)
 #define REMOLO_IDLE_US           500000u  /* stop the timer after 0.5 s quiet */
 
+/* ---- gestures (gesture.c; docs/gestures.md) ---------------------------- */
+/* Gesture states queued per session: one per gesture datagram, about 120 a
+ * second, so 32 hold a quarter of a second, more than the largest delay
+ * keeps waiting. A state that finds the ring full joins the newest one of
+ * its gesture (states are absolute, so joining loses nothing but a step). */
+#define REMOLO_GESTQ_CAP         32u      /* power of two */
+/* A gesture whose state has not been renewed for this long is ended and
+ * its fingers lifted: the last guard against a sender that never ends it.
+ * A sender renews it at least every 100 ms (a heartbeat's period) and ends
+ * it reliably over the control channel; one second also rides out the
+ * stalls Wi-Fi is measured to have (field notes: S4 p99 250 ms). */
+#define REMOLO_GESTURE_STALE_US  1000000u
+/* The largest centroid offset a gesture state may carry, per axis, in
+ * micrometres: 500 mm, four times across the largest phone or pad. */
+#define REMOLO_GESTURE_MAX_UM    500000
+/* A pinch's scale, Q16 (65536 = 1): from 1/64 to 64. */
+#define REMOLO_GESTURE_SCALE_ONE 65536
+#define REMOLO_GESTURE_SCALE_MIN 1024
+#define REMOLO_GESTURE_SCALE_MAX 4194304
+/* A pinch's turn, microradians either way: four whole turns. */
+#define REMOLO_GESTURE_ANGLE_MAX 25132741
+
 /* ---- sessions and the receive loop -------------------------------------- */
 /* Live sessions one receiver opens datagrams for (a few paired senders,
  * each possibly reconnecting while its old session drains). */
@@ -204,6 +226,9 @@ _Static_assert((REMOLO_WINDOW_MAX & (REMOLO_WINDOW_MAX - 1)) == 0, "window ring:
 _Static_assert(REMOLO_WINDOW <= REMOLO_WINDOW_MAX, "window fits its ring");
 _Static_assert((REMOLO_SEGQ_CAP & (REMOLO_SEGQ_CAP - 1)) == 0, "segment ring: power of two");
 _Static_assert((REMOLO_BTNQ_CAP & (REMOLO_BTNQ_CAP - 1)) == 0, "button ring: power of two");
+_Static_assert((REMOLO_GESTQ_CAP & (REMOLO_GESTQ_CAP - 1)) == 0, "gesture ring: power of two");
+_Static_assert(REMOLO_GESTURE_SCALE_MIN < REMOLO_GESTURE_SCALE_ONE && REMOLO_GESTURE_SCALE_ONE < REMOLO_GESTURE_SCALE_MAX,
+	       "a pinch's scale range holds 1");
 _Static_assert((REMOLO_MARKS_CAP & (REMOLO_MARKS_CAP - 1)) == 0, "motion marks ring: power of two");
 _Static_assert(REMOLO_MARKS_CAP >= REMOLO_SEGQ_CAP, "a mark for every queued segment");
 _Static_assert(REMOLO_DELAY_MIN_US <= REMOLO_DELAY_START_US &&

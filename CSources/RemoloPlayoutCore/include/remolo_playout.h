@@ -141,12 +141,37 @@ enum playout_kind {
 	/* Internal, not a datagram kind (wire.c refuses kind 5 as bad_kind):
 	 * keys come from the control channel only. */
 	PLAYOUT_KIND_KEY = 5,
+	/* A gesture's state (remolo_wire.h, the gesture layout), or its end
+	 * from the control channel (type PLAYOUT_GESTURE_END). */
+	PLAYOUT_KIND_GESTURE = 6,
+};
+
+enum playout_gesture_type {
+	/* Internal: the control channel's gesture end; carries no state. */
+	PLAYOUT_GESTURE_END = 0,
+	PLAYOUT_GESTURE_SWIPE = 1,      /* 3 or 4 fingers; scale 1, angle 0 */
+	PLAYOUT_GESTURE_PINCH = 2,      /* 2 to 4 fingers */
+};
+
+/* The gesture's last state: its fingers lift once it has played. */
+#define PLAYOUT_GESTURE_FLAG_LAST 0x01u
+
+/* What a gesture packet carries besides its centroid offset (a, b). */
+struct playout_gesture {
+	int32_t scale_q16;          /* REMOLO_GESTURE_SCALE_ONE = 1 */
+	int32_t angle_urad;         /* counter-clockwise on screen */
+	uint8_t id;                 /* the sender's number for this gesture */
+	uint8_t type;               /* enum playout_gesture_type */
+	uint8_t fingers;
+	uint8_t flags;              /* PLAYOUT_GESTURE_FLAG_* */
 };
 
 /* One decoded packet. Motion: a,b = dx,dy in Q8 px. Scroll: a,b =
  * vertical,horizontal in Q8 hi-res units (positive = up / right, as
  * REL_WHEEL and REL_HWHEEL). Button: code = BTN_*, down = 0/1. Key: code =
  * KEY_* (a key of the keyboard device, kbddev_has_key), down = 0/1.
+ * Gesture: a,b = the centroid's offset since the gesture began, in
+ * micrometres (x right, y down); the rest in g.
  *
  * lost_n, lost: on a session with the redundancy feature (remolo_wire.h),
  * a datagram of any kind says how many datagrams the counter skipped just
@@ -161,6 +186,7 @@ struct playout_pkt {
 	uint8_t down;
 	uint32_t lost_n;
 	int32_t lost[4];
+	struct playout_gesture g;
 };
 
 /* ---- clock offset ------------------------------------------------------- */
@@ -383,6 +409,72 @@ bool keyq_head_due(const struct keyq *q, uint64_t *at_us);
 /* Session end: every queued event due at now_us, then every key released. */
 void keyq_flush(struct keyq *q, uint64_t now_us);
 
+/* ---- gestures (gesture.c) ---------------------------------------------- */
+/* What the touchpad should show for one session: n fingers (0 = none)
+ * around the centroid offset (x_um, y_um) from where the gesture began,
+ * the row scaled and turned (a pinch). */
+struct playout_touch {
+	int32_t x_um, y_um;
+	int32_t scale_q16;
+	int32_t angle_urad;
+	uint8_t fingers;
+	uint8_t type;               /* enum playout_gesture_type, 0 when lifted */
+};
+
+/* One queued state: the gesture moves from the state before it to `to`
+ * over [start_us, start_us + dur_us). */
+struct gtrack_seg {
+	uint64_t start_us;
+	uint32_t dur_us;
+	int32_t to[4];              /* x_um, y_um, scale_q16, angle_urad */
+	uint8_t id, type, fingers, flags;
+};
+
+/*
+ * A session's gesture track. The push side (gtrack_push) decides what a
+ * state means from the ids it has seen: a new id begins a gesture (ending
+ * the one open), the last state or the control channel's end ends it, and
+ * an id that ended stays ended. The play side (gtrack_drain) moves the
+ * shown state along the queued segments on the drain clock, as motion
+ * segments are integrated: a gesture is spread and timed like a stroke.
+ */
+struct gtrack {
+	struct gtrack_seg seg[REMOLO_GESTQ_CAP];
+	uint32_t head, tail;        /* free-running; index with & mask */
+	/* push side */
+	uint64_t last_rx_us;        /* the open gesture's latest state arrived */
+	uint8_t open_id;
+	uint8_t ended_id;
+	bool open;                  /* a gesture has begun and not ended */
+	bool ended_valid;
+	/* play side */
+	struct playout_touch shown; /* as last let out */
+	int32_t from[4];            /* the state the head segment starts from */
+	uint8_t shown_id;
+	bool lift_next;             /* the last state has played: lift next tick */
+	bool lift_now;              /* a flush: lift at this drain's end */
+};
+
+void gtrack_init(struct gtrack *t);
+/* Queues a gesture state or end (kind PLAYOUT_KIND_GESTURE) that arrived
+ * at rx_us, to play over [start_us, start_us + dur_us). Returns
+ * PLAYOUT_PUSH_ON_TIME, PLAYOUT_PUSH_MERGED (joined the newest state of a
+ * full ring) or PLAYOUT_PUSH_REJECTED (an ended gesture's state, or a full
+ * ring that held nothing of this gesture to join). *began: it began a
+ * gesture. */
+int gtrack_push(struct gtrack *t, uint64_t rx_us, const struct playout_pkt *pkt, uint64_t start_us,
+		uint32_t dur_us, bool *began);
+/* Plays up to now_us into *touch; true when the shown state changed. A
+ * gesture not renewed for REMOLO_GESTURE_STALE_US ends here (*timed_out). */
+bool gtrack_drain(struct gtrack *t, uint64_t now_us, struct playout_touch *touch, bool *timed_out);
+/* Everything queued is due now, then the fingers lift (session end). */
+void gtrack_flush(struct gtrack *t, uint64_t now_us);
+/* Nothing queued and no finger down. */
+static inline bool gtrack_idle(const struct gtrack *t)
+{
+	return t->head == t->tail && t->shown.fingers == 0 && !t->open;
+}
+
 /* ---- the whole receiver-side playout ------------------------------------ */
 #define PLAYOUT_BTN_PER_TICK 8
 /* playout_flush's release of every button then fits one tick. */
@@ -401,6 +493,9 @@ struct playout_out {
 	struct playout_btn btn[PLAYOUT_BTN_PER_TICK];
 	uint32_t nkey;               /* key changes, for the keyboard device */
 	struct playout_key key[PLAYOUT_KEY_PER_TICK];
+	struct playout_touch touch;  /* the touchpad's state (gestures) */
+	bool touch_changed;          /* touch differs from the last tick's */
+	bool touch_timed_out;        /* a gesture ended by REMOLO_GESTURE_STALE_US */
 	bool idle;                   /* nothing queued, last motion >= idle_us old */
 	uint64_t due_us;             /* when the earliest segment or button this
 				      * tick let out for the first time was due,
@@ -422,6 +517,10 @@ struct playout_stats {
 	uint64_t keys;               /* key changes let out */
 	uint64_t key_refused[PLAYOUT_KEY_REFUSED_COUNT]; /* by enum playout_key_refusal */
 	uint64_t key_folded;         /* releases folded by a full key queue */
+	uint64_t gestures;           /* gestures begun */
+	uint64_t gesture_states;     /* gesture states and ends taken */
+	uint64_t gesture_refused;    /* states of ended gestures, or no room */
+	uint64_t gesture_timeouts;   /* gestures ended by REMOLO_GESTURE_STALE_US */
 };
 
 enum playout_push_result {
@@ -454,6 +553,7 @@ struct playout {
 	struct segq q;
 	struct btnq b;
 	struct keyq k;
+	struct gtrack g;
 	int64_t acc[4];              /* Q8 remainders: x, y, wheel, hwheel */
 	int32_t notch_acc[2];        /* hi-res units not yet a legacy notch */
 	uint64_t prev_tx_us;

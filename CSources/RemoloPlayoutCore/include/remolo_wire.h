@@ -69,6 +69,33 @@
  * receiver's hello granted it; a receiver that granted it still opens
  * 49-byte datagrams of the session (those sealed before the answer came).
  *
+ * ---- The gesture layout (65 bytes; feature bit 3, `gestures`) -----------
+ *
+ * Only on a session whose hello granted the gestures feature: a datagram
+ * of kind 6 (gesture) is 65 bytes, the same header and sealing over a
+ * 33-byte plaintext, the 17 base bytes (kind 6; a, b = the centroid's
+ * offset since the gesture began, micrometres, x right, y down; tx_us)
+ * followed by the gesture's state instead of totals:
+ *
+ *    17   1  id       the sender's number for this gesture (+1 each, mod 256)
+ *    18   1  type     1 swipe (3 or 4 fingers), 2 pinch (2 to 4 fingers)
+ *    19   1  fingers
+ *    20   1  flags    bit 0: the gesture's last state; others zero
+ *    21   4  scale    i32, Q16 (65536 = 1); a swipe's is exactly 65536
+ *    25   4  angle    i32, microradians, counter-clockwise; a swipe's is 0
+ *    29   4  zero     reserved
+ *
+ * Every state is absolute (since the gesture began), so a lost datagram
+ * costs a step, never a drift. A gesture datagram carries no motion and no
+ * totals: the session's sums do not move, and on a redundant session the
+ * datagrams the counter skipped before it are owed to the next datagram
+ * that carries totals (wire_session.owed). Its a, b are bounded by
+ * REMOLO_GESTURE_MAX_UM, the scale and angle by REMOLO_GESTURE_SCALE_* and
+ * REMOLO_GESTURE_ANGLE_MAX (remolo_limits.h); anything else is
+ * WIRE_DROP_BAD_FIELD. Kind 6 in 49 bytes, or on a session without the
+ * feature, is WIRE_DROP_BAD_KIND; any other kind in 65 bytes on a session
+ * that granted gestures but not redundancy is WIRE_DROP_BAD_KIND too.
+ *
  * ---- Replay rule: strictly increasing counter ---------------------------
  *
  * A session accepts a datagram only if its counter is greater than every
@@ -124,6 +151,18 @@
 #define WIRE_TOTALS_DATAGRAM_LEN 65u /* header + plaintext + totals + tag */
 #define WIRE_PT_OFF_TOTALS   17u
 
+/* The gesture layout: the same sizes, a gesture block in the totals' place. */
+#define WIRE_KIND_GESTURE    6u
+#define WIRE_PT_OFF_GESTURE  17u
+#define WIRE_G_OFF_ID        0u
+#define WIRE_G_OFF_TYPE      1u
+#define WIRE_G_OFF_FINGERS   2u
+#define WIRE_G_OFF_FLAGS     3u
+#define WIRE_G_OFF_SCALE     4u
+#define WIRE_G_OFF_ANGLE     8u
+#define WIRE_G_OFF_ZERO      12u
+#define WIRE_G_LEN           16u
+
 /* The 32-bit constant part of the nonce (RFC 8439 2.8) for datagrams. */
 #define WIRE_NONCE_FIXED     0u
 
@@ -140,6 +179,9 @@ _Static_assert(WIRE_PT_OFF_TOTALS == WIRE_PT_LEN && WIRE_PT_TOTALS_LEN == WIRE_P
 	       "the totals follow the plaintext");
 _Static_assert(WIRE_TOTALS_DATAGRAM_LEN == WIRE_HDR_LEN + WIRE_PT_TOTALS_LEN + WIRE_TAG_LEN,
 	       "redundant datagram: 8 + 8 + 33 + 16");
+_Static_assert(WIRE_PT_OFF_GESTURE + WIRE_G_LEN == WIRE_PT_TOTALS_LEN && WIRE_G_OFF_ZERO + 4 == WIRE_G_LEN,
+	       "the gesture block fills the totals' place exactly");
+_Static_assert(WIRE_KIND_GESTURE == PLAYOUT_KIND_GESTURE, "the wire's gesture kind is the playout's");
 _Static_assert((WIRE_INDEX_SLOTS & (WIRE_INDEX_SLOTS - 1)) == 0, "index: power of two");
 _Static_assert(WIRE_INDEX_SLOTS >= 2 * REMOLO_SESSIONS_MAX, "index load <= 1/2");
 _Static_assert(REMOLO_SESSIONS_MAX <= 255, "index entries are u8 (slot + 1)");
@@ -154,7 +196,8 @@ enum wire_drop {
 	WIRE_DROP_UNKNOWN_SESSION = 3, /* no live session has this id */
 	WIRE_DROP_REPLAY = 4,          /* counter <= newest accepted counter */
 	WIRE_DROP_BAD_TAG = 5,         /* forged, corrupted or wrong key */
-	WIRE_DROP_BAD_KIND = 6,        /* authentic, kind not 1..4 */
+	WIRE_DROP_BAD_KIND = 6,        /* authentic, kind not 1..4 (or 6 in the
+					* gesture layout where granted) */
 	WIRE_DROP_BAD_FIELD = 7,       /* authentic, fields invalid for the kind */
 	WIRE_DROP_COUNT = 8,           /* array size; index 0 unused */
 };
@@ -174,9 +217,13 @@ struct wire_session {
 	uint64_t recovered;            /* datagrams whose totals recovered motion */
 	uint32_t total[4];             /* running sums of what was opened (the
 					* redundant layout): motion x, y, scroll v, h */
+	uint64_t owed;                 /* datagrams skipped before gesture
+					* datagrams since the last one that
+					* carried totals: its gap includes them */
 	uint8_t any_seen;
 	uint8_t live;
 	uint8_t totals;                /* the redundant layout is granted */
+	uint8_t gestures;              /* the gesture layout is granted */
 };
 
 struct wire {
@@ -220,6 +267,10 @@ int wire_newest(const struct wire *w, const uint8_t id[WIRE_ID_LEN], uint64_t *o
  * 0, or -ENOENT if the id is not live. */
 int wire_set_totals(struct wire *w, const uint8_t id[WIRE_ID_LEN], int on);
 
+/* The session's hello granted the gestures feature (on = 1) or not: 0, or
+ * -ENOENT if the id is not live. */
+int wire_set_gestures(struct wire *w, const uint8_t id[WIRE_ID_LEN], int on);
+
 /* Opens one datagram: the slot (>= 0) with *out filled, or -enum wire_drop
  * (counted in w->stats; *out untouched). A redundant datagram's recovered
  * motion is in out->pkt.lost and lost_n. */
@@ -235,6 +286,13 @@ void wire_totals_add(uint32_t total[4], const struct playout_pkt *pkt);
  * wire_seal. Only for a session whose hello granted the feature. */
 int wire_seal_totals(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,
 		     const struct playout_pkt *pkt, const uint32_t total[4], uint8_t *out, size_t cap);
+
+/* Seals a gesture state (kind PLAYOUT_KIND_GESTURE, type swipe or pinch,
+ * a/b the offset in micrometres, pkt->g the rest) in the gesture layout:
+ * WIRE_TOTALS_DATAGRAM_LEN, -ENOSPC, or -EINVAL when a field is outside
+ * what wire_open accepts. Only for a session whose hello granted it. */
+int wire_seal_gesture(const uint8_t key[WIRE_KEY_LEN], const uint8_t id[WIRE_ID_LEN], uint64_t counter,
+		      const struct playout_pkt *pkt, uint8_t *out, size_t cap);
 
 /* Seals pkt (kind, a/b or code/down, tx_us) as the datagram with this
  * counter into out. Returns WIRE_DATAGRAM_LEN, -ENOSPC if cap is too small,
