@@ -148,9 +148,19 @@ bool gtrack_drain(struct gtrack *t, uint64_t now_us, struct playout_touch *touch
 	while (t->head != t->tail) {
 		struct gtrack_seg *s = &t->seg[t->head & GESTQ_MASK];
 		int64_t into = diff(now_us, s->start_us);
+		uint32_t dur = s->dur_us;
 
 		if (into < 0)
 			break;
+		/* A state ends where the next one starts, when that is sooner:
+		 * the first state after a pause spreads over a whole frame bound
+		 * (frame_max_us) and the next must not find it unfinished. */
+		if (t->tail - t->head > 1) {
+			int64_t gap = diff(t->seg[(t->head + 1) & GESTQ_MASK].start_us, s->start_us);
+
+			if (gap < (int64_t)dur)
+				dur = gap > 0 ? (uint32_t)gap : 0;
+		}
 		if (s->type == PLAYOUT_GESTURE_END) {
 			/* The control channel's end: lift unless another gesture
 			 * has taken the pad meanwhile. */
@@ -169,20 +179,20 @@ bool gtrack_drain(struct gtrack *t, uint64_t now_us, struct playout_touch *touch
 		}
 		t->shown.fingers = s->fingers;
 		t->shown.type = s->type;
-		if ((uint64_t)into >= s->dur_us) {
+		if ((uint64_t)into >= dur) {
 			memcpy(cur, s->to, sizeof(cur));
 			memcpy(t->from, s->to, sizeof(t->from));
 			if (s->flags & PLAYOUT_GESTURE_FLAG_LAST)
 				t->lift_next = true;
 			t->head++;
 		} else {
-			between(t->from, s->to, (uint64_t)into, s->dur_us, cur);
+			between(t->from, s->to, (uint64_t)into, dur, cur);
 		}
 		t->shown.x_um = cur[0];
 		t->shown.y_um = cur[1];
 		t->shown.scale_q16 = cur[2];
 		t->shown.angle_urad = cur[3];
-		if ((uint64_t)into < s->dur_us)
+		if ((uint64_t)into < dur)
 			break;
 	}
 	/* The last guard: a gesture nobody renews (its sender forgot the

@@ -14,7 +14,7 @@ enum {
     REMOLO_WEB_MAX_METHOD = 15,       // longer is no method served here: 405
     REMOLO_WEB_MAX_TARGET = 511,      // a request target (path and query): 414 when longer
     REMOLO_WEB_DATAGRAM_LEN = 49,     // one sealed pointer datagram (remolo_wire.h WIRE_DATAGRAM_LEN)
-    REMOLO_WEB_TOTALS_DATAGRAM_LEN = 65, // the redundant layout (WIRE_TOTALS_DATAGRAM_LEN), feature bit 1
+    REMOLO_WEB_TOTALS_DATAGRAM_LEN = 65, // the redundant or the gesture layout (WIRE_TOTALS_DATAGRAM_LEN), feature bits 1, 3
     REMOLO_WEB_WS_KEY_LEN = 24,       // Sec-WebSocket-Key: 16 bytes in base64
     REMOLO_WEB_WS_MAX_CONTROL = 125,  // a control frame's payload (RFC 6455 section 5.5)
     REMOLO_WEB_WS_MAX_HEADER = 14,    // 2 + 8 length bytes + 4 mask bytes

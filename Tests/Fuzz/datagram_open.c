@@ -15,7 +15,10 @@
  *    sealed for session B (granted it): the same, and what it recovers is
  *    the totals minus its own motion (nothing before it was opened), the
  *    session's sums become its totals, and session A (not granted) refuses
- *    the 65 bytes as too long without moving anything;
+ *    the 65 bytes as too long without moving anything; as a gesture
+ *    (kind 6; session B is granted gestures too), it opens within the
+ *    gesture bounds, moves no sums, recovers nothing, reseals to the same
+ *    bytes with wire_seal_gesture, and hands its gap to the next totals;
  *  - the bytes as add/remove operations on the session table: lookups
  *    agree with a plain list after every step.
  * Seeds: Tests/Fuzz/corpus/datagram_open/ (Tests/Fuzz/make_corpus_datagram_open.py).
@@ -43,6 +46,7 @@ static void setup(struct wire *w)
 	CHECK(wire_add_session(w, id_a, key_a) == 0);
 	CHECK(wire_add_session(w, id_b, key_b) == 1);
 	CHECK(wire_set_totals(w, id_b, 1) == 0);
+	CHECK(wire_set_gestures(w, id_b, 1) == 0);
 }
 
 static uint64_t le64(const uint8_t *p)
@@ -59,9 +63,29 @@ static int recovers(const struct playout_pkt *p)
 	return p->lost[0] || p->lost[1] || p->lost[2] || p->lost[3];
 }
 
+static void check_gesture(const struct playout_pkt *p)
+{
+	const struct playout_gesture *g = &p->g;
+
+	CHECK(p->a >= -REMOLO_GESTURE_MAX_UM && p->a <= REMOLO_GESTURE_MAX_UM);
+	CHECK(p->b >= -REMOLO_GESTURE_MAX_UM && p->b <= REMOLO_GESTURE_MAX_UM);
+	CHECK(p->code == 0 && p->down == 0 && (g->flags & ~PLAYOUT_GESTURE_FLAG_LAST) == 0);
+	if (g->type == PLAYOUT_GESTURE_SWIPE)
+		CHECK(g->fingers >= 3 && g->fingers <= 4 && g->scale_q16 == REMOLO_GESTURE_SCALE_ONE && g->angle_urad == 0);
+	else
+		CHECK(g->type == PLAYOUT_GESTURE_PINCH && g->fingers >= 2 && g->fingers <= 4 &&
+		      g->scale_q16 >= REMOLO_GESTURE_SCALE_MIN && g->scale_q16 <= REMOLO_GESTURE_SCALE_MAX &&
+		      g->angle_urad >= -REMOLO_GESTURE_ANGLE_MAX && g->angle_urad <= REMOLO_GESTURE_ANGLE_MAX);
+}
+
 static void check_pkt(const struct playout_pkt *p)
 {
+	if (p->kind == PLAYOUT_KIND_GESTURE) {
+		check_gesture(p);
+		return;
+	}
 	CHECK(p->kind >= PLAYOUT_KIND_MOTION && p->kind <= PLAYOUT_KIND_HEARTBEAT);
+	CHECK(p->g.id == 0 && p->g.type == 0 && p->g.fingers == 0 && p->g.flags == 0 && p->g.scale_q16 == 0);
 	if (p->kind == PLAYOUT_KIND_BUTTON)
 		CHECK(p->down <= 1 && p->a == 0 && p->b == 0);
 	else
@@ -103,11 +127,20 @@ static void raw(const uint8_t *data, size_t size)
 			check_pkt(&rx.pkt);
 			if (chunk != WIRE_TOTALS_DATAGRAM_LEN) {
 				CHECK(rx.pkt.lost_n == 0 && !recovers(&rx.pkt));
+			} else if (rx.pkt.kind == PLAYOUT_KIND_GESTURE) {
+				/* No motion, no totals: its gap is owed to the next totals. */
+				uint64_t gap = was->any_seen ? rx.counter - was->newest - 1 : rx.counter;
+
+				CHECK(r == 1 && rx.pkt.lost_n == 0 && !recovers(&rx.pkt));
+				CHECK(memcmp(w.sess[1].total, was->total, sizeof(was->total)) == 0);
+				CHECK(w.sess[1].owed == was->owed + gap);
 			} else {
-				/* Only where granted; only after a gap, as long as it says. */
-				CHECK(r == 1);
-				CHECK(rx.pkt.lost_n == (was->any_seen ? rx.counter - was->newest - 1 : rx.counter) ||
-				      rx.pkt.lost_n == UINT32_MAX);
+				/* Only where granted; only after a gap (its own and what
+				 * gesture datagrams owe), as long as it says. */
+				uint64_t gap = (was->any_seen ? rx.counter - was->newest - 1 : rx.counter) + was->owed;
+
+				CHECK(r == 1 && w.sess[1].owed == 0);
+				CHECK(rx.pkt.lost_n == gap || (gap > UINT32_MAX && rx.pkt.lost_n == UINT32_MAX));
 				CHECK(rx.pkt.lost_n || !recovers(&rx.pkt));
 			}
 			CHECK(wire_open(&w, d, chunk, &rx) == -WIRE_DROP_REPLAY);
@@ -198,7 +231,15 @@ static void recipe_totals(const uint8_t *data, size_t size)
 	r = wire_open(&w, dg, sizeof(dg), &rx);
 	CHECK(r == 1 || r == -WIRE_DROP_BAD_KIND || r == -WIRE_DROP_BAD_FIELD);
 	CHECK(w.sess[1].any_seen && w.sess[1].newest == counter);
-	if (r == 1) {
+	if (r == 1 && rx.pkt.kind == PLAYOUT_KIND_GESTURE) {
+		static const uint32_t none[4];
+
+		check_pkt(&rx.pkt);
+		CHECK(memcmp(w.sess[1].total, none, sizeof(none)) == 0 && !recovers(&rx.pkt) && rx.pkt.lost_n == 0);
+		CHECK(w.sess[1].owed == counter);
+		CHECK(wire_seal_gesture(key_b, id_b, counter, &rx.pkt, again, sizeof(again)) == WIRE_TOTALS_DATAGRAM_LEN);
+		CHECK(memcmp(again, dg, sizeof(dg)) == 0);
+	} else if (r == 1) {
 		check_pkt(&rx.pkt);
 		CHECK(memcmp(w.sess[1].total, totals, sizeof(totals)) == 0);
 		wire_totals_add(own, &rx.pkt);

@@ -73,6 +73,15 @@ seeds = {
     "redundant_on_a": dg.seal(KEY_A, ID_A, 0, dg.MOTION, 1, 1, 1, (1, 1, 0, 0)),
     "recipe_totals": recipe_totals(7, dg.MOTION, 3, -4, 9, (2**31, -5, 120, 1), flip=300),
     "recipe_totals_heartbeat": recipe_totals(1, dg.HEARTBEAT, 0, 0, 9, (10, 20, 30, 40), flip=2),
+    "gesture_pinch": dg.seal(KEY_B, ID_B, 0, dg.GESTURE, 1500, -20, 7, gesture=(3, dg.PINCH, 2, 0, 98304, -785398)),
+    "gesture_swipe_last": dg.seal(KEY_B, ID_B, 1, dg.GESTURE, -500000, 0, 7, gesture=(4, dg.SWIPE, 4, 1, 65536, 0)),
+    "gesture_owed_gap": b(0, dg.MOTION, 5, 6, totals=(5, 6, 0, 0))
+    + dg.seal(KEY_B, ID_B, 2, dg.GESTURE, 10, 10, 8, gesture=(1, dg.SWIPE, 3, 0, 65536, 0))
+    + b(3, dg.HEARTBEAT, totals=(12, 6, 0, 0)),
+    "gesture_bad_field": dg.seal(KEY_B, ID_B, 0, dg.GESTURE, 0, 0, 7, gesture=(1, dg.SWIPE, 3, 0, 70000, 0)),
+    "gesture_on_a": dg.seal(KEY_A, ID_A, 0, dg.GESTURE, 0, 0, 7, gesture=(1, dg.SWIPE, 3, 0, 65536, 0)),
+    "recipe_totals_gesture": struct.pack("<QBiiQBBBBiiIH", 5, dg.GESTURE, 2500, -900, 9, 2, dg.PINCH, 3, 1,
+                                         131072, 1570796, 0, 77),
     "churn": bytes([0, 1, 2, 3, 0x81, 4, 0x80, 0x83, 5, 6, 0x82] + list(range(7, 48)) + [0x90, 0xA0, 0x85]),
 }
 tampered = bytearray(seeds["motion"])

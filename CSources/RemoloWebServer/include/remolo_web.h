@@ -33,7 +33,7 @@ enum {
 /// WebSocket message tags (first byte of every binary message, both ways).
 enum {
     REMOLO_WEB_TAG_STREAM = 0x00,    // control-channel bytes (handshake, sealed control frames)
-    REMOLO_WEB_TAG_DATAGRAM = 0x01,  // exactly one sealed pointer datagram: 49 bytes, or 65 (redundant layout)
+    REMOLO_WEB_TAG_DATAGRAM = 0x01,  // exactly one sealed pointer datagram: 49 bytes, or 65 (redundant or gesture layout)
 };
 
 struct remolo_web_config {
