@@ -43,8 +43,11 @@ private func newPlayout(chooser: Bool = false) -> UnsafeMutablePointer<playout> 
 /// this one carries its motion (the redundancy feature):
 /// `core.packet_ns.recovered` with 4. `chooser`: the same with the delay
 /// chooser (`core.packet_ns.chooser`, measured in the same run).
-private func packetNs(_ s: BenchSettings, recoverEvery: Int = 0, chooser: Bool = false) -> Double {
-    let n = 64
+/// `gesture`: each packet a three-finger swipe's state, a new gesture every
+/// 60 (`core.packet_ns.gesture`), in batches of 16, half the gesture ring,
+/// as a delay of 130 ms at 120 Hz would hold.
+private func packetNs(_ s: BenchSettings, recoverEvery: Int = 0, chooser: Bool = false, gesture: Bool = false) -> Double {
+    let n = gesture ? 16 : 64
     let stream = Stream(count: 1 << 16, seed: 1)
     let p = newPlayout(chooser: chooser)
     defer { p.deallocate() }
@@ -62,6 +65,13 @@ private func packetNs(_ s: BenchSettings, recoverEvery: Int = 0, chooser: Bool =
                 var pkt = playout_pkt(tx_us: stream.tx[i] &+ UInt64(k >> 16) * 600_000_000, a: stream.dx[i], b: -stream.dx[i],
                                       code: 0, kind: UInt8(PLAYOUT_KIND_MOTION.rawValue), down: 0,
                                       lost_n: 0, lost: (0, 0, 0, 0), g: playout_gesture())
+                if gesture {
+                    pkt.kind = UInt8(PLAYOUT_KIND_GESTURE.rawValue)
+                    pkt.a = Int32(k % 60) * 500
+                    pkt.g = playout_gesture(scale_q16: 65536, angle_urad: 0, id: UInt8(truncatingIfNeeded: k / 60),
+                                            type: UInt8(PLAYOUT_GESTURE_SWIPE.rawValue), fingers: 3,
+                                            flags: k % 60 == 59 ? UInt8(PLAYOUT_GESTURE_FLAG_LAST) : 0)
+                }
                 if recoverEvery > 0 && k % recoverEvery == 0 {
                     pkt.lost_n = 1
                     pkt.lost = (stream.dx[i] / 2, 256, 0, 0)
@@ -160,7 +170,8 @@ func coreBenches() -> [BenchCase] {
         BenchCase(name: "core.packet_ns") { s in
             [BenchResult(name: "core.packet_ns", value: packetNs(s), unit: "ns"),
              BenchResult(name: "core.packet_ns.recovered", value: packetNs(s, recoverEvery: 4), unit: "ns"),
-             BenchResult(name: "core.packet_ns.chooser", value: packetNs(s, chooser: true), unit: "ns")]
+             BenchResult(name: "core.packet_ns.chooser", value: packetNs(s, chooser: true), unit: "ns"),
+             BenchResult(name: "core.packet_ns.gesture", value: packetNs(s, gesture: true), unit: "ns")]
         },
         BenchCase(name: "core.tick_ns") { s in
             [1, 8, 64].map { BenchResult(name: "core.tick_ns.\($0)", value: tickNs(s, active: $0), unit: "ns") }
