@@ -62,11 +62,19 @@ public struct Frame: Equatable, Sendable {
     public var scroll: Q8Delta = .zero
     public var buttons: [ButtonChange] = []
     public var isHeartbeat = false
+    /// Gesture states (datagrams of kind 6), in order, and the ends of the
+    /// gestures whose last state is among them (the session's gesture end
+    /// messages, sent after those states): only on a session that granted
+    /// gestures, where the touchpad rules report them (GestureFrames.swift).
+    public var gestures: [GestureState] = []
+    public var gestureEnds: [GestureEnd] = []
 
     public init(timeUs: UInt64) { self.timeUs = timeUs }
 
     /// Nothing to send.
-    public var isEmpty: Bool { motion.isZero && scroll.isZero && buttons.isEmpty && !isHeartbeat }
+    public var isEmpty: Bool {
+        motion.isZero && scroll.isZero && buttons.isEmpty && !isHeartbeat && gestures.isEmpty && gestureEnds.isEmpty
+    }
 }
 
 /// Scroll momentum after the fingers lift (design note, part 6): the speed
@@ -183,8 +191,10 @@ public struct Framer: Sendable {
     public private(set) var momentum: ScrollMomentum?
     /// The time of the last button change accepted.
     private var lastButtonUs: UInt64 = 0
-    /// When the last datagram (motion, scroll or heartbeat) went out.
+    /// When the last datagram (motion, scroll, gesture or heartbeat) went out.
     public private(set) var lastDatagramUs: UInt64?
+    /// The touchpad rules' gestures, as states (GestureFrames.swift).
+    public var gestures = GestureFramer()
 
     public init(clock: FrameClock) {
         self.clock = clock
@@ -266,7 +276,11 @@ public struct Framer: Sendable {
         f.buttons = Array(due)
         buttonQueue.removeFirst(due.count)
 
-        if !f.motion.isZero || !f.scroll.isZero {
+        (f.gestures, f.gestureEnds) = gestures.frame(atUs: t)
+
+        // A gesture state renews the radio and the receiver's clock as a
+        // heartbeat would.
+        if !f.motion.isZero || !f.scroll.isZero || !f.gestures.isEmpty {
             lastDatagramUs = t
         } else if isSessionOpen {
             if let last = lastDatagramUs, t &- last < Self.heartbeatIntervalUs {
@@ -296,6 +310,9 @@ public struct Framer: Sendable {
         let queued = buttonQueue
         buttonQueue.removeAll()
         momentum = nil
+        // The next frame ends an open gesture (its last state and end); a
+        // session that ends first lifts the receiver's fingers itself.
+        gestures.end()
         let t = max(timeUs, lastButtonUs)
         lastButtonUs = t
         return queued + buttons.releaseAll(atUs: t)

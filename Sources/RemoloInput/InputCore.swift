@@ -100,10 +100,14 @@ public struct InputCore: Sendable {
                 framer.startMomentum(ScrollMomentum(vertical: u.vertical, horizontal: u.horizontal, startUs: t))
             case let .touchDown(t):
                 framer.cancelMomentum(atUs: t)
-            case .gestureBegin, .gestureUpdate, .gestureEnd:
-                // Carried by no session yet: the recognizer reports them
-                // only when asked (TouchpadConfig.gestures, off here).
-                break
+            // Reported only when asked (TouchpadConfig.gestures), which a
+            // sender turns on where the receiver granted gestures.
+            case let .gestureBegin(kind, fingers, _):
+                framer.gestures.begin(kind: kind, fingers: fingers)
+            case let .gestureUpdate(dx, dy, scale, angle, _):
+                framer.gestures.update(dxMm: dx, dyMm: dy, scale: scale, angle: angle)
+            case .gestureEnd:
+                framer.gestures.end()
             }
         }
     }
