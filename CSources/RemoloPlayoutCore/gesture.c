@@ -55,17 +55,19 @@ int gtrack_push(struct gtrack *t, uint64_t rx_us, const struct playout_pkt *pkt,
 	bool end_only = g->type == PLAYOUT_GESTURE_END;
 
 	*began = false;
-	/* An id that ended stays ended: a state the control channel's end
-	 * overtook, or one after the receiver's own timeout. */
-	if (__builtin_expect(t->ended_valid && g->id == t->ended_id && !t->open, 0))
-		return PLAYOUT_PUSH_REJECTED;
 	if (end_only) {
 		if (!t->open || t->open_id != g->id) {
-			/* Its states were all lost or are yet to come: whichever,
-			 * that gesture is over. */
+			/* Ended by its last state already (the usual case: the
+			 * end follows it on the control channel), or its states
+			 * were all lost or are yet to come: whichever, that
+			 * gesture is over. */
 			end_open(t, g->id);
 			return PLAYOUT_PUSH_ON_TIME;
 		}
+	} else if (__builtin_expect(t->ended_valid && g->id == t->ended_id && !t->open, 0)) {
+		/* An id that ended stays ended: a state the control channel's
+		 * end overtook, or one after the receiver's own timeout. */
+		return PLAYOUT_PUSH_REJECTED;
 	} else if (!t->open || t->open_id != g->id) {
 		/* A new id begins a gesture; the one open (its end lost or
 		 * still on its way) ends where this one starts. */

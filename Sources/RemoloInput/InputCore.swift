@@ -158,6 +158,12 @@ public struct InputCore: Sendable {
     /// Tap and drag states, the clickpad button and momentum are forgotten,
     /// so no press can follow; fingers still down are ignored until they
     /// lift.
+    /// The gesture states and ends due now, outside the frame clock (the
+    /// last frame before the sender lets go).
+    public mutating func gestureFrame(atUs timeUs: UInt64) -> ([GestureState], [GestureEnd]) {
+        framer.gestures.frame(atUs: timeUs)
+    }
+
     public mutating func releaseAll(atUs timeUs: UInt64) -> [ButtonChange] {
         touchpad?.reset()
         lastMouseUs = nil

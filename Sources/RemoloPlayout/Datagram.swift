@@ -51,6 +51,28 @@ public enum DatagramError: Error, Equatable, Sendable {
     /// A key change: it travels on the control channel, never as a
     /// datagram (datagram kind 5 is `badKind`).
     case notADatagram
+    /// A gesture state outside the wire's bounds (remolo_limits.h).
+    case badGesture
+}
+
+/// One gesture state in the wire's units (docs/protocol.md, "Gestures
+/// (feature bit 3)"): what a gesture datagram seals.
+public struct GestureDatagram: Equatable, Sendable {
+    public enum Kind: UInt8, Sendable { case swipe = 1, pinch = 2 }
+    public var id: UInt8
+    public var kind: Kind
+    public var fingers: UInt8
+    public var isLast: Bool
+    /// Centroid offset since the gesture began, micrometres (x right, y down).
+    public var xUm: Int32, yUm: Int32
+    /// Q16 (65536 = 1) and microradians (counter-clockwise).
+    public var scaleQ16: Int32, angleUrad: Int32
+
+    public init(id: UInt8, kind: Kind, fingers: UInt8, isLast: Bool, xUm: Int32, yUm: Int32,
+                scaleQ16: Int32, angleUrad: Int32) {
+        self.id = id; self.kind = kind; self.fingers = fingers; self.isLast = isLast
+        self.xUm = xUm; self.yUm = yUm; self.scaleQ16 = scaleQ16; self.angleUrad = angleUrad
+    }
 }
 
 /// What one datagram carries. Deltas are Q8 fixed point: 256 units per
@@ -227,6 +249,33 @@ public struct DatagramSealer: ~Copyable, Sendable {
             : Self.seal(datagram, counter: nextCounter, key: key, session: session, into: buffer)
         if nextCounter == .max { exhausted = true } else { nextCounter += 1 }
         return n
+    }
+
+    /// Seals a gesture state (the session granted gestures) stamped
+    /// `senderTimeUs` into `buffer`: always the 65-byte gesture layout, on
+    /// this session's counter. It carries no motion: the totals stay.
+    public mutating func seal(gesture g: GestureDatagram, senderTimeUs: UInt64,
+                              into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard !exhausted else { throw DatagramError.counterExhausted }
+        guard buffer.count >= Datagram.redundantByteCount, let base = buffer.baseAddress else {
+            throw DatagramError.bufferTooSmall(needed: Datagram.redundantByteCount)
+        }
+        var pkt = playout_pkt()
+        pkt.kind = UInt8(PLAYOUT_KIND_GESTURE.rawValue)
+        pkt.tx_us = senderTimeUs
+        pkt.a = g.xUm
+        pkt.b = g.yUm
+        pkt.g = playout_gesture(scale_q16: g.scaleQ16, angle_urad: g.angleUrad, id: g.id, type: g.kind.rawValue,
+                                fingers: g.fingers, flags: g.isLast ? UInt8(PLAYOUT_GESTURE_FLAG_LAST) : 0)
+        let counter = nextCounter
+        let r = key.withPointer { k in
+            session.bytes.withUnsafeBufferPointer { id in
+                wire_seal_gesture(k, id.baseAddress, counter, &pkt, base.assumingMemoryBound(to: UInt8.self), buffer.count)
+            }
+        }
+        guard r == Datagram.redundantByteCount else { throw DatagramError.badGesture }
+        if nextCounter == .max { exhausted = true } else { nextCounter += 1 }
+        return Int(r)
     }
 
     public mutating func seal(_ datagram: Datagram) throws -> [UInt8] {

@@ -31,6 +31,11 @@ public final class ReceiveLoop: @unchecked Sendable {
     private let stopped = Mutex(false)
     /// Each live session's slot in the loop (where its receipt counts are).
     private let slots = Mutex<[SessionID: Int]>([:])
+    /// Where gestures go, and the touchpad once made (the first grant). It
+    /// outlives the loop thread: released only after `stop()`, its deinit
+    /// lifting any finger a failed write left down.
+    private let touchpadOutput: TouchpadOutput
+    private let touchpad = Mutex<TouchpadDevice?>(nil)
 
     /// How long a command may wait for the loop (it runs within a tick).
     static let commandTimeout = 2.0
@@ -51,9 +56,12 @@ public final class ReceiveLoop: @unchecked Sendable {
     ///   - recordArrivals: records every accepted datagram's arrival into
     ///     this recorder's trace; `stop()` finishes the trace.
     ///   - drain: the drain timer's rate.
+    ///   - touchpad: where gestures go; nil: a uinput touchpad beside a
+    ///     uinput or adapter output, none beside a file descriptor.
     public init(socket: Int32, output: ReceiverOutput, playout: PlayoutConfig = .default,
                 drain: DrainRate = .default,
-                realtimePriority: Int32 = 0, recordArrivals: ArrivalRecorder? = nil) throws {
+                realtimePriority: Int32 = 0, recordArrivals: ArrivalRecorder? = nil,
+                touchpad: TouchpadOutput? = nil) throws {
         try Self.probe()
         // The loop's own check would only say EINVAL: name the broken rule.
         if let why = playout.problem {
@@ -89,6 +97,13 @@ public final class ReceiveLoop: @unchecked Sendable {
         keyboardError = kbdError
         if case .adapter(let a) = output { adapter = a } else { adapter = nil }
         if case .uinput = output { isUinput = true } else { isUinput = false }
+        if let touchpad {
+            touchpadOutput = touchpad
+        } else if case .fileDescriptor = output {
+            touchpadOutput = .none
+        } else {
+            touchpadOutput = .uinput(name: TouchpadDevice.defaultName)
+        }
         do { port = try Socket.boundPort(socket) } catch {
             throw ReceiverError("the UDP socket is not usable: \(error)")
         }
@@ -122,6 +137,71 @@ public final class ReceiveLoop: @unchecked Sendable {
     }
 
     public var isRunning: Bool { raw.isRunning }
+
+    /// Whether a touchpad can be made for gestures: a descriptor was given,
+    /// or /dev/uinput may be opened for writing. Nil when it can; else why
+    /// not and how to fix it.
+    public var touchpadUnavailable: String? {
+        switch touchpadOutput {
+        case .none: return "no touchpad with this output"
+        case .fileDescriptor: return nil
+        case .uinput:
+            if touchpad.withLock({ $0 != nil }) { return nil }
+            if access("/dev/uinput", W_OK) == 0 { return nil }
+            return errno == ENOENT
+                ? "/dev/uinput does not exist: load the uinput module (modprobe uinput)"
+                : "/dev/uinput may not be opened for writing: run `sudo remolo install` (udev rule, input group)"
+        }
+    }
+
+    /// The touchpad's uinput node, once made.
+    public var touchpadDevnode: String? {
+        guard case .uinput = touchpadOutput else { return nil }
+        return touchpad.withLock { $0?.devnode }
+    }
+
+    /// The session's hello granted gestures: makes the touchpad if this is
+    /// the first grant (the loop adopts it), then opens the session's
+    /// gesture datagrams. Throws why the touchpad could not be made.
+    @discardableResult
+    public func grantGestures(_ id: SessionID) throws(ReceiverError) -> Bool {
+        try touchpad.withLock { pad throws(ReceiverError) in
+            guard pad == nil else { return }
+            let made: TouchpadDevice
+            do {
+                switch touchpadOutput {
+                case .none: throw ReceiverError("no touchpad with this output")
+                case .uinput(let name): made = try TouchpadDevice(name: name)
+                case .fileDescriptor(let fd): made = try TouchpadDevice(fileDescriptor: fd)
+                }
+            } catch let e as ReceiverError {
+                throw e
+            } catch {
+                throw ReceiverError("cannot make the gesture touchpad: \(error)")
+            }
+            var c = rx_cmd()
+            c.op = UInt8(RX_OP_TOUCHPAD.rawValue)
+            c.tp = made.dev
+            let r = try command(c)
+            guard r == 0 || r == -EEXIST else {
+                throw ReceiverError("the receive loop did not take the touchpad: \(String(cString: strerror(-r)))")
+            }
+            pad = made
+        }
+        return try command(RawLoop.command(RX_OP_GESTURES, id)) == 0
+    }
+
+    /// The session's gesture end (control message 0x10): played at its
+    /// sender time, after the gesture's last state. False if unknown.
+    @discardableResult
+    public func endGesture(_ id: SessionID, gesture: UInt8, senderTimeUs: UInt64) throws(ReceiverError) -> Bool {
+        var c = RawLoop.command(RX_OP_PUSH, id)
+        c.pkt.kind = UInt8(PLAYOUT_KIND_GESTURE.rawValue)
+        c.pkt.tx_us = senderTimeUs
+        c.pkt.g.id = gesture
+        c.pkt.g.type = UInt8(PLAYOUT_GESTURE_END.rawValue)
+        return try command(c) == 0
+    }
 
     /// Runs one command on the loop thread and waits for its result.
     ///

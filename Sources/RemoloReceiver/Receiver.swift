@@ -43,6 +43,9 @@ public final class Receiver: @unchecked Sendable {
     public let keyboard: ReceiverKeyboard
     /// Whether it grants the redundancy feature to senders that ask.
     public let redundancy: Bool
+    /// Whether it grants gestures (feature bit 3) to senders that ask, where
+    /// its touchpad can be made.
+    public let gestures: Bool
     private let keyTally = KeyboardTally()
     /// The web page's data-channel endpoint, once attached.
     private let channels = DataChannelSlot()
@@ -59,18 +62,22 @@ public final class Receiver: @unchecked Sendable {
     ///     `Displays.autoDrain()` matches the display).
     ///   - redundancy: grant the redundancy feature (datagrams with running
     ///     totals: the motion of lost ones is played) to senders that ask.
+    ///   - gestures: grant gestures (a virtual touchpad, made at the first
+    ///     grant) to senders that ask; `touchpad` says where they go (nil:
+    ///     `ReceiveLoop`'s choice).
     ///   - onEvent: one line per session event (for logs).
     public init(host: String = "0.0.0.0", port: UInt16, trust: ReceiverTrust, output: ReceiverOutput,
                 playout: PlayoutConfig = .default, drain: DrainRate = .default, realtimePriority: Int32 = 0,
                 limits: SessionLimits = SessionLimits(), recordArrivals: ArrivalRecorder? = nil,
                 keyboard: ReceiverKeyboard = ReceiverKeyboard(), redundancy: Bool = true,
+                gestures: Bool = true, touchpad: TouchpadOutput? = nil,
                 onEvent: @escaping @Sendable (String) -> Void = { _ in }) throws {
         try ReceiveLoop.probe()
         let (listener, udp) = try Self.bindPair(host: host, port: port)
         do {
             loop = try ReceiveLoop(socket: udp, output: output, playout: playout, drain: drain,
                                    realtimePriority: realtimePriority,
-                                   recordArrivals: recordArrivals)
+                                   recordArrivals: recordArrivals, touchpad: gestures ? touchpad : TouchpadOutput.none)
         } catch {
             listener.close()
             close(udp)
@@ -83,9 +90,16 @@ public final class Receiver: @unchecked Sendable {
         self.onEvent = onEvent
         self.keyboard = keyboard
         self.redundancy = redundancy
+        self.gestures = gestures
         // The data channel is offered only while an endpoint is attached
         // (attachDataChannels): a receiver without the web page has none.
-        let offered: ControlFeatures = ControlFeatures.all.subtracting(redundancy ? .dataChannel : [.dataChannel, .redundancy])
+        // Gestures only while the touchpad can be made (asked per session:
+        // a udev rule may come later).
+        let offered: ControlFeatures = ControlFeatures.all.subtracting(redundancy ? [.dataChannel, .gestures]
+                                                                                  : [.dataChannel, .redundancy, .gestures])
+        if gestures, let why = loop.touchpadUnavailable {
+            onEvent("gestures: not offered to senders: \(why)")
+        }
         let channels = self.channels
         let loop = self.loop
         let sessions = self.sessions
@@ -119,9 +133,11 @@ public final class Receiver: @unchecked Sendable {
             onSession: { channel in
                 Receiver.noteSession(channel, trust: trust, onEvent: onEvent)
                 let host = channels.host
+                var mine = host == nil ? offered : offered.union(.dataChannel)
+                if gestures, loop.touchpadUnavailable == nil { mine.insert(.gestures) }
                 var kb = SessionKeyboard(policy: keyboard, mayType: trust.mayType(channel.peer),
                                          hasDevice: loop.hasKeyboard, hasKey: KeyboardDevice.hasKey,
-                                         offered: host == nil ? offered : offered.union(.dataChannel))
+                                         offered: mine)
                 Receiver.serve(channel, loop: loop, sessions: sessions, keyboard: &kb, tally: keyTally,
                                channels: host, onEvent: onEvent)
             })
@@ -285,13 +301,23 @@ public final class Receiver: @unchecked Sendable {
                 switch m {
                 case .hello, .key, .text:
                     do throws(SessionKeyboard.Violation) {
-                        try keyboardMessage(m, isFirst: isFirst, kb: &kb, channel: channel, loop: loop, id: id, tally: tally)
+                        try keyboardMessage(m, isFirst: isFirst, kb: &kb, channel: channel, loop: loop, id: id, tally: tally,
+                                            onEvent: onEvent)
                         continue loop
                     } catch {
                         channel.close(saying: .protocolError)
                         why = "\(error); said bye (protocol error)"
                         break loop
                     }
+                case .gestureEnd(let g):
+                    // Only after the receiver's hello granted gestures.
+                    guard kb.spoken?.contains(.gestures) == true else {
+                        channel.close(saying: .protocolError)
+                        why = "a gesture end without the feature granted; said bye (protocol error)"
+                        break loop
+                    }
+                    _ = try? loop.endGesture(id, gesture: g.id, senderTimeUs: g.senderTimeNs / 1000)
+                    continue loop
                 case .channelOffer, .channelPath:
                     // Only after the receiver's hello granted the data channel.
                     guard let host = channels, kb.spoken?.contains(.dataChannel) == true else {
@@ -357,7 +383,7 @@ public final class Receiver: @unchecked Sendable {
             // dx horizontal (right positive), dy vertical (up positive), Q8 hi-res units.
             return Datagram(.scroll(vertical: e.dy, horizontal: e.dx), senderTimeUs: e.senderTimeNs / 1000)
         case .settings, .receipt, .ping, .pong, .bye, .hello, .key, .text, .refused,
-             .channelOffer, .channelAnswer, .channelPath:
+             .channelOffer, .channelAnswer, .channelPath, .gestureEnd:
             return nil
         }
     }
@@ -366,7 +392,8 @@ public final class Receiver: @unchecked Sendable {
     /// refused message back); a violation ends the session (bye 2).
     private static func keyboardMessage(_ m: ControlMessage, isFirst: Bool, kb: inout SessionKeyboard,
                                         channel: ControlChannel, loop: ReceiveLoop, id: SessionID,
-                                        tally: KeyboardTally) throws(SessionKeyboard.Violation) {
+                                        tally: KeyboardTally,
+                                        onEvent: @Sendable (String) -> Void) throws(SessionKeyboard.Violation) {
         var reply: ControlMessage?
         var played = SessionKeyboard.Play.none
         var refused: KeyRefused?
@@ -378,6 +405,16 @@ public final class Receiver: @unchecked Sendable {
             // nothing.
             if answer.features.contains(.redundancy), (try? loop.grantRedundancy(id)) != true {
                 answer.features.remove(.redundancy)
+            }
+            // The touchpad is made at the first grant; one that cannot be
+            // made grants nothing, and says why.
+            if answer.features.contains(.gestures) {
+                do throws(ReceiverError) {
+                    if try !loop.grantGestures(id) { answer.features.remove(.gestures) }
+                } catch {
+                    answer.features.remove(.gestures)
+                    onEvent("session \(id): gestures not granted: \(error)")
+                }
             }
             reply = .hello(answer)
         case .key(let k): (played, refused) = try kb.key(k)

@@ -36,6 +36,18 @@ public struct ReceiverError: Error, Equatable, CustomStringConvertible, Sendable
 }
 
 /// Where the receive loop writes its frames.
+/// Where a receiver's gestures go (docs/gestures.md): its virtual touchpad,
+/// made when a session is first granted gestures, never before.
+public enum TouchpadOutput: Sendable {
+    /// A uinput touchpad with this name.
+    case uinput(name: String)
+    /// The same frames (struct input_event) to a descriptor the caller
+    /// owns: for tests and tools.
+    case fileDescriptor(Int32)
+    /// No touchpad: gestures are not offered.
+    case none
+}
+
 public enum ReceiverOutput: Sendable {
     /// A new uinput pointer device with this name (what the desktop sees)
     /// and, with `keyboard`, the keyboard beside it

@@ -82,6 +82,18 @@ public struct ReceiverStats: Sendable, Equatable {
     /// SysRq presses left out because the keyboard held an Alt (the
     /// kernel's magic SysRq is not for senders).
     public var sysrqDropped: UInt64
+    /// Gestures (docs/gestures.md): the loop has its touchpad; gestures
+    /// begun; states and ends taken; refused (an ended gesture's, or no
+    /// room); ended by the 1 s timeout; ticks a session's fingers waited for
+    /// another's to lift; writes to the touchpad and failed ones.
+    public var touchpad: Bool
+    public var gestures: UInt64
+    public var gestureStates: UInt64
+    public var gesturesRefused: UInt64
+    public var gestureTimeouts: UInt64
+    public var gestureBlocked: UInt64
+    public var touchFrames: UInt64
+    public var touchWriteErrors: UInt64
 
     public var dropped: UInt64 { drops.values.reduce(0, +) }
     public subscript(reason: DatagramDropReason) -> UInt64 { drops[reason] ?? 0 }
@@ -141,6 +153,21 @@ public struct ReceiverStats: Sendable, Equatable {
         splitKeyFrames = s.key_frames_split
         keyWriteErrors = s.key_write_errors
         sysrqDropped = s.keys_sysrq_dropped
+        touchpad = s.touchpad != 0
+        gestures = s.gestures
+        gestureStates = s.gesture_states
+        gesturesRefused = s.gesture_refused
+        gestureTimeouts = s.gesture_timeouts
+        gestureBlocked = s.gesture_blocked
+        touchFrames = s.touch_frames
+        touchWriteErrors = s.touch_write_errors
+    }
+
+    /// The "gestures" object of the JSON statistics.
+    public var gesturesJSONFields: [(String, String)] {
+        [("touchpad", "\(touchpad)"), ("begun", "\(gestures)"), ("states", "\(gestureStates)"),
+         ("refused", "\(gesturesRefused)"), ("timeouts", "\(gestureTimeouts)"), ("blocked", "\(gestureBlocked)"),
+         ("frames", "\(touchFrames)"), ("write_errors", "\(touchWriteErrors)")]
     }
 
     /// Key changes refused for `reason`.
@@ -185,6 +212,7 @@ public struct ReceiverStats: Sendable, Equatable {
             ("recorded_arrivals", "\(recordedArrivals)"), ("unrecorded_arrivals", "\(unrecordedArrivals)"),
             ("record_errors", "\(recordErrors)"),
             ("keys", "{" + (keysJSONFields + moreKeys).map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"),
+            ("gestures", "{" + gesturesJSONFields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"),
         ]
         return "{" + (fields + extra).map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
     }

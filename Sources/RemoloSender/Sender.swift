@@ -48,6 +48,9 @@ public struct SenderStats: Sendable, Equatable {
     /// Motion sent in the control channel's fallback messages (Q8), and
     /// how often the sender moved to the control channel and back.
     public var fallbackMessages: UInt64 = 0
+    /// Gesture states sent as datagrams, and gesture ends on the session.
+    public var gestureStates: UInt64 = 0
+    public var gestureEnds: UInt64 = 0
     public var fallbackDX: Int64 = 0
     public var fallbackDY: Int64 = 0
     public var switchesToTCP: UInt64 = 0
@@ -157,10 +160,10 @@ public final class Sender {
     public static func connect(host: String, port: UInt16, identity: Identity,
                                receiver: PublicKey, limits: SessionLimits = SessionLimits(),
                                datagramsTo: (host: String, port: UInt16)? = nil,
-                               keyboard: Bool = false, redundancy: Bool = false,
+                               keyboard: Bool = false, redundancy: Bool = false, gestures: Bool = false,
                                log: @escaping (String) -> Void = { _ in }) throws -> Sender {
         let connect = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
-        let n = HelloNegotiator(wanted: features(keyboard: keyboard, redundancy: redundancy), log: log)
+        let n = HelloNegotiator(wanted: features(keyboard: keyboard, redundancy: redundancy, gestures: gestures), log: log)
         let open = { try n.open(connect) }
         let ch = try open()
         do {
@@ -178,13 +181,13 @@ public final class Sender {
                             directory: ConfigDirectory?, label: String,
                             limits: SessionLimits = SessionLimits(),
                             datagramsTo: (host: String, port: UInt16)? = nil,
-                            keyboard: Bool = false, redundancy: Bool = false,
+                            keyboard: Bool = false, redundancy: Bool = false, gestures: Bool = false,
                             log: @escaping (String) -> Void = { _ in }) throws -> Sender {
         let paired = try ControlChannel.pair(host: host, port: port, identity: identity, secret: code,
                                            directory: directory, label: label, limits: limits)
         let receiver = paired.peer
         let connect = { try ControlChannel.connect(host: host, port: port, identity: identity, receiver: receiver, limits: limits) }
-        let n = HelloNegotiator(wanted: features(keyboard: keyboard, redundancy: redundancy), log: log)
+        let n = HelloNegotiator(wanted: features(keyboard: keyboard, redundancy: redundancy, gestures: gestures), log: log)
         let open = { try n.open(connect) }
         // The pairing's own session says hello too: the pairing completed
         // at key confirmation, so an older receiver's bye costs a reconnect only.
@@ -199,10 +202,11 @@ public final class Sender {
     }
 
     /// What a sender asks for in its hello.
-    static func features(keyboard: Bool, redundancy: Bool) -> ControlFeatures {
+    static func features(keyboard: Bool, redundancy: Bool, gestures: Bool = false) -> ControlFeatures {
         var f: ControlFeatures = []
         if keyboard { f.insert(.keyboard) }
         if redundancy { f.insert(.redundancy) }
+        if gestures { f.insert(.gestures) }
         return f
     }
 
@@ -233,6 +237,30 @@ public final class Sender {
             stats.totalScrollH += Int64(h)
         default: break
         }
+    }
+
+    /// One gesture state as a datagram (65 bytes, kind 6), stamped `at`
+    /// (us). Only where the receiver granted gestures.
+    public func send(gesture g: GestureDatagram, at timeUs: UInt64) throws {
+        guard gesturesGranted else {
+            throw SenderError("the receiver did not grant gestures on this session (an older receiver, `--no-gestures`, or no /dev/uinput there)")
+        }
+        let n = try buffer.withUnsafeMutableBytes { try sealer.seal(gesture: g, senderTimeUs: timeUs, into: $0) }
+        let sent = buffer.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
+        lastDatagram = timeUs
+        sessionDatagrams += 1
+        if sent != n { stats.sendErrors += 1; return }
+        stats.gestureStates += 1
+    }
+
+    /// The end of gesture `id` on the session (reliable: its last state's
+    /// datagram may be lost), stamped with that state's time.
+    public func endGesture(_ id: UInt8, at timeUs: UInt64) throws {
+        guard gesturesGranted else {
+            throw SenderError("the receiver did not grant gestures on this session")
+        }
+        try channel.send(.gestureEnd(GestureEndMessage(id: id, senderTimeNs: timeUs * 1000)))
+        stats.gestureEnds += 1
     }
 
     /// A button change over the control channel, stamped `at` (us).
@@ -449,6 +477,12 @@ public final class Sender {
             for c in f.buttons where c.isDown { if let b = MouseButton(c.button) { try button(b, down: true, at: c.timeUs) } }
             if !f.motion.isZero { try move(dx: f.motion.a, dy: f.motion.b, at: t) }
             if !f.scroll.isZero { try send(.scroll(vertical: f.scroll.a, horizontal: f.scroll.b), at: t) }
+            // Gestures only ever come where they were granted (the rules
+            // are turned on then); a frame of an older session drops them.
+            if gesturesGranted {
+                for g in f.gestures { try send(gesture: GestureDatagram(g), at: t) }
+                for e in f.gestureEnds { try endGesture(e.id, at: e.timeUs) }
+            }
             if f.isHeartbeat || (onControlChannel && t &- lastDatagram >= Self.heartbeatUs) {
                 try send(.heartbeat, at: t)
             }
@@ -467,4 +501,12 @@ public final class Sender {
         channel.close(saying: reason)
     }
 
+}
+
+extension GestureDatagram {
+    /// The touchpad rules' state (RemoloInput) in the wire's units.
+    init(_ g: GestureState) {
+        self.init(id: g.id, kind: g.kind == .pinch ? .pinch : .swipe, fingers: UInt8(clamping: g.fingers),
+                  isLast: g.isLast, xUm: g.xUm, yUm: g.yUm, scaleQ16: g.scaleQ16, angleUrad: g.angleUrad)
+    }
 }

@@ -54,6 +54,7 @@ final class HelloNegotiator: @unchecked Sendable {
 
     var keyboardGranted: Bool { answer?.features.contains(.keyboard) == true }
     var redundancyGranted: Bool { answer?.features.contains(.redundancy) == true }
+    var gesturesGranted: Bool { answer?.features.contains(.gestures) == true }
 }
 
 /// The sender's key state (kept in Sender).
@@ -75,6 +76,10 @@ extension Sender {
     /// receiver granted the redundancy feature): a lost datagram's motion
     /// is then played by the receiver from the next one's.
     public var redundancyGranted: Bool { keys.negotiator?.redundancyGranted == true }
+
+    /// Whether the receiver takes gestures on this session (it granted
+    /// feature bit 3): gesture states and ends may then be sent.
+    public var gesturesGranted: Bool { keys.negotiator?.gesturesGranted == true }
 
     /// The receiver's answer to hello on this session, if one was said.
     public var receiverHello: ControlHello? { keys.negotiator?.answer }

@@ -127,6 +127,12 @@ public enum ReceiveConfig {
             "sender that asks sends the session's running totals in each",
             "datagram, 65 bytes, and the motion of lost ones is played",
             "from the next)"]),
+        Key("no-gestures", nil, default: "false", example: "true",
+            "grant no sender gestures; make no touchpad", help: [
+            "grant no sender gestures (three- and four-finger swipes and",
+            "pinches) and make no \"Remolo touchpad\" device (by default",
+            "one is made when a sender first asks, and its gestures reach",
+            "the desktop through libinput)"]),
         Key("no-announce", nil, default: "false", example: "true",
             "do not announce this receiver on the LAN (DNS-SD)", help: [
             "do not announce this receiver on the LAN (by default it does,",

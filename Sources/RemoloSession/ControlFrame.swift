@@ -230,12 +230,17 @@ public enum ControlMessage: Equatable, Sendable {
     case channelOffer(ChannelOffer)
     case channelAnswer(ChannelAnswer)
     case channelPath(ChannelPath)
+    /// Sender -> receiver, after the receiver's hello granted gestures: the
+    /// gesture with this id is over (its last state's sender time). The
+    /// datagrams carry the states; this makes the end reliable.
+    case gestureEnd(GestureEndMessage)
 
     public enum Kind: UInt8, Sendable, CaseIterable {
         case settings = 0x01, button = 0x02, motion = 0x03, scroll = 0x04, ping = 0x05, pong = 0x06, bye = 0x07
         case receipt = 0x08
         case hello = 0x09, key = 0x0A, text = 0x0B, refused = 0x0C
         case channelOffer = 0x0D, channelAnswer = 0x0E, channelPath = 0x0F
+        case gestureEnd = 0x10
 
         /// Plaintext lengths including the type byte: one for every type
         /// but text, whose UTF-8 may fill the rest of a frame (a receiver
@@ -254,6 +259,7 @@ public enum ControlMessage: Equatable, Sendable {
             case .channelOffer: return ControlMessage.channelOfferLengths
             case .channelAnswer: return ControlMessage.channelAnswerLengths
             case .channelPath: return 3...3
+            case .gestureEnd: return 10...10
             }
         }
     }
@@ -275,6 +281,7 @@ public enum ControlMessage: Equatable, Sendable {
         case .channelOffer: return .channelOffer
         case .channelAnswer: return .channelAnswer
         case .channelPath: return .channelPath
+        case .gestureEnd: return .gestureEnd
         }
     }
 
@@ -303,6 +310,9 @@ public enum ControlMessage: Equatable, Sendable {
             Self.encodeExtension(self, into: &b)
         case .channelOffer, .channelAnswer, .channelPath:
             Self.encodeChannel(self, into: &b)
+        case .gestureEnd(let g):
+            b.append(g.id)
+            b.appendBE(g.senderTimeNs)
         }
         return b
     }
@@ -353,6 +363,15 @@ public enum ControlMessage: Equatable, Sendable {
             return try decodeExtension(kind, &r)
         case .channelOffer, .channelAnswer, .channelPath:
             return try decodeChannel(kind, &r)
+        case .gestureEnd:
+            return .gestureEnd(GestureEndMessage(id: r.read(UInt8.self)!, senderTimeNs: r.read(UInt64.self)!))
         }
     }
+}
+
+/// gesture end (0x10, sender -> receiver): u8 id, u64 sender time ns.
+public struct GestureEndMessage: Equatable, Sendable {
+    public var id: UInt8
+    public var senderTimeNs: UInt64
+    public init(id: UInt8, senderTimeNs: UInt64) { self.id = id; self.senderTimeNs = senderTimeNs }
 }

@@ -23,9 +23,13 @@ public struct ControlFeatures: OptionSet, Sendable, Hashable {
     /// in this session (channel offer, answer and path; ControlDataChannel.swift).
     /// Granted only by a receiver whose data-channel endpoint is running.
     public static let dataChannel = ControlFeatures(rawValue: 1 << 2)
+    /// Gesture states in 65-byte datagrams of kind 6 and gesture end
+    /// messages (docs/protocol.md, "Gestures (feature bit 3)"). Granted only
+    /// by a receiver that can make its touchpad.
+    public static let gestures = ControlFeatures(rawValue: 1 << 3)
 
     /// Everything this build speaks.
-    public static let all: ControlFeatures = [.keyboard, .redundancy, .dataChannel]
+    public static let all: ControlFeatures = [.keyboard, .redundancy, .dataChannel, .gestures]
 }
 
 /// Whether the receiver takes keys from this sender (the receiver's hello).

@@ -46,6 +46,7 @@ struct ReceiveOptions {
     var keymapArg: String?
     var typing = true
     var redundancy = true
+    var gestures = true
     var rt: Int32 = 0
     var name = PointerDevice.defaultName
     var seconds: Double?
@@ -123,6 +124,7 @@ func parseReceiveOptions(_ args: [String]) -> ReceiveOptions {
         case "--keymap": r.keymapArg = o.value()
         case "--no-keyboard": r.typing = false
         case "--no-redundancy": r.redundancy = false
+        case "--no-gestures": r.gestures = false
         case "--drain-hz": drainArg = o.value()
         default: o.unknown()
         }
@@ -190,7 +192,7 @@ func startReceiver(_ o: ReceiveOptions, identity: Identity, dir: ConfigDirectory
         return try Receiver(host: o.host, port: o.port, trust: trust, output: output, drain: o.drain.rate,
                             realtimePriority: o.rt, recordArrivals: recorder,
                             keyboard: o.typing ? ReceiverKeyboard(enabled: true, keymap: keymap) : .off,
-                            redundancy: o.redundancy, onEvent: { say($0) })
+                            redundancy: o.redundancy, gestures: o.gestures, onEvent: { say($0) })
     } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
         // After modprobe, a user other than root also needs access to it.
         fail("\(e.message) Then, to run as a normal user: the udev rule `\(PointerDeviceError.udevRule)` "

@@ -18,7 +18,7 @@ usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
                    [--accel A] [--pointer-speed S] [--scroll-speed S]
                    [--no-natural-scroll] [--no-tap] [--frame-hz HZ]
                    [--touchpad-size WxH] [--seconds N] [--over udp|tcp]
-                   [--no-redundancy]
+                   [--no-redundancy] [--no-gestures]
 
   --to        the receiver (remolo receive --listen ...): HOST:PORT,
               [IPV6]:PORT, or a host alone (port \(defaultPort)); an IPv6
@@ -43,6 +43,12 @@ usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
               where the receiver grants it each datagram carries the
               session's running totals (65 bytes), from which the receiver
               plays the motion of lost ones
+  --no-gestures
+              with a touchpad: three fingers do nothing and two always
+              scroll. By default the sender asks for gestures in its hello,
+              and where the receiver grants them three- and four-finger
+              swipes and two-finger pinches reach its desktop as gestures
+              (docs/gestures.md)
   --reconnect when the session dies (receiver restarted, network gone),
               open a new one with back-off and carry on; motion of the
               outage is dropped. Without it a dead session ends the run
@@ -102,6 +108,7 @@ the connection or says bye ends the session, and the sender says why.
     var gestureGiven = false, secondsGiven = false
     var typeText: String?
     var redundancy = true
+    var gestures = true
     var o = Options(args, usage: sendUsage)
     while let flag = o.next() {
         switch flag {
@@ -140,6 +147,7 @@ the connection or says bye ends the session, and the sender says why.
         case "--rate": rate = o.double(in: 1...120)
         case "--reconnect": reconnect = true
         case "--no-redundancy": redundancy = false
+        case "--no-gestures": gestures = false
         case "--over":
             switch o.value() {
             case "udp": transport = .udp
@@ -169,13 +177,15 @@ the connection or says bye ends the session, and the sender says why.
     // Pairing alone (`--seconds 0`, e.g. with `remolo pair`, which pairs
     // once and ends) sends nothing: no hello is said for redundancy.
     let asksRedundancy = redundancy && (device != nil || seconds > 0)
+    // Gestures come from a device's touchpad only.
+    let asksGestures = gestures && device != nil
 
     let tx: Sender
     do {
         if let code {
             tx = try Sender.pair(host: host, port: port, identity: identity, code: code,
                                  directory: dir, label: label, keyboard: run.keyboard != nil || typeText != nil,
-                                 redundancy: asksRedundancy)
+                                 redundancy: asksRedundancy, gestures: asksGestures)
             say("paired with receiver \(tx.channel.peer.fingerprint)")
         } else {
             // A missing file is an empty list; an unreadable one is an error
@@ -192,6 +202,7 @@ the connection or says bye ends the session, and the sender says why.
             // takes keys, and why not, once.
             tx = try Sender.connect(host: host, port: port, identity: identity, receiver: receiver,
                                     keyboard: run.keyboard != nil || typeText != nil, redundancy: asksRedundancy,
+                                    gestures: asksGestures,
                                     // A device run says itself, once, why keys are not taken.
                                     log: { if typeText != nil { say("remolo: \($0)") } })
         }

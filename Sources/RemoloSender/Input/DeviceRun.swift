@@ -85,6 +85,10 @@ extension Sender {
         if let g = source?.geometry {
             var t = config.touchpad ?? TouchpadConfig(geometry: g)
             t.geometry = g
+            // Three- and four-finger swipes and pinches only where the
+            // receiver takes them; elsewhere three fingers do nothing and
+            // two scroll, as before gestures.
+            t.gestures = gesturesGranted
             config.touchpad = t
         } else {
             config.touchpad = nil
@@ -130,7 +134,9 @@ extension Sender {
             while core.nextFrameUs <= now { try send(frame: core.endFrame(), over: options.transport, reconnect: options.reconnect, onEvent: onEvent) }
             var f = Frame(timeUs: now)
             f.buttons = core.releaseAll(atUs: now)
-            if !f.buttons.isEmpty { try send(frame: f, over: options.transport, reconnect: options.reconnect, onEvent: onEvent) }
+            // An open gesture ends here, last state and end message.
+            (f.gestures, f.gestureEnds) = core.gestureFrame(atUs: now)
+            if !f.isEmpty { try send(frame: f, over: options.transport, reconnect: options.reconnect, onEvent: onEvent) }
         }
 
         loop: while true {
