@@ -629,7 +629,8 @@ int playout_push(struct playout *p, uint64_t rx_us, const struct playout_pkt *pk
 	int why;
 
 	if (__builtin_expect(pkt->kind < PLAYOUT_KIND_MOTION || pkt->kind > PLAYOUT_KIND_GESTURE ||
-			     (pkt->kind == PLAYOUT_KIND_BUTTON && !btn_index(pkt->code, &idx)), 0)) {
+			     (pkt->kind == PLAYOUT_KIND_BUTTON && !btn_index(pkt->code, &idx)) ||
+			     (pkt->kind == PLAYOUT_KIND_GESTURE && pkt->g.type > PLAYOUT_GESTURE_PINCH), 0)) {
 		p->stats.rejected++;
 		return PLAYOUT_PUSH_REJECTED;
 	}

@@ -78,7 +78,8 @@ struct SessionKeyboard {
     private var tokensAt: Double
 
     init(policy: ReceiverKeyboard, mayType: Bool, hasDevice: Bool, hasKey: @escaping (UInt16) -> Bool,
-         offered: ControlFeatures = ControlFeatures.all.subtracting(.dataChannel), now: Double = MonotonicClock.seconds()) {
+         offered: ControlFeatures = ControlFeatures.all.subtracting([.dataChannel, .gestures]),
+         now: Double = MonotonicClock.seconds()) {
         self.policy = policy
         self.offered = offered
         self.mayType = mayType

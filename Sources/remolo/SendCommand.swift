@@ -48,7 +48,6 @@ usage: remolo send [--to HOST:PORT] [--pair CODE] [--gesture circle|swipe|idle]
               scroll. By default the sender asks for gestures in its hello,
               and where the receiver grants them three- and four-finger
               swipes and two-finger pinches reach its desktop as gestures
-              (docs/gestures.md)
   --reconnect when the session dies (receiver restarted, network gone),
               open a new one with back-off and carry on; motion of the
               outage is dropped. Without it a dead session ends the run

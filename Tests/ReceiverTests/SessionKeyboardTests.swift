@@ -21,16 +21,16 @@ import RemoloTypes
         KeyEvent(code: code, isDown: down, senderTimeNs: UInt64(seq) * 1_000_000, sequence: seq)
     }
 
-    /// Redundancy and the data channel are granted whatever the keyboard's
-    /// status where the receiver offers them (here everything: a receiver
-    /// with its web page's endpoint), unless it does not
+    /// Redundancy, the data channel and gestures are granted whatever the
+    /// keyboard's status where the receiver offers them (here everything: a
+    /// receiver with its web page's endpoint and a touchpad), unless it does not
     /// (`remolo receive --no-redundancy`, and no endpoint: case 6).
     @Test("1: the hello answers what this sender may do", arguments: [
         (1, true, true, true, ControlFeatures.all, KeyboardStatus.allowed),
-        (2, false, true, true, [.redundancy, .dataChannel], .off),
-        (3, true, false, true, [.redundancy, .dataChannel], .notAllowed),
-        (4, true, true, false, [.redundancy, .dataChannel], .noDevice),
-        (5, false, false, false, [.redundancy, .dataChannel], .off),
+        (2, false, true, true, [.redundancy, .dataChannel, .gestures], .off),
+        (3, true, false, true, [.redundancy, .dataChannel, .gestures], .notAllowed),
+        (4, true, true, false, [.redundancy, .dataChannel, .gestures], .noDevice),
+        (5, false, false, false, [.redundancy, .dataChannel, .gestures], .off),
         (6, true, true, true, .keyboard, .allowed),
     ] as [(Int, Bool, Bool, Bool, ControlFeatures, KeyboardStatus)])
     func hello(_ n: Int, _ enabled: Bool, _ mayType: Bool, _ device: Bool, _ features: ControlFeatures, _ status: KeyboardStatus) throws {

@@ -117,8 +117,9 @@ import RemoloTestSupport
     }
 
     /// Unknown kinds and button codes are refused and counted. (Kind 5 is
-    /// the playout's key: KeyQueueTests refuse its unknown codes.)
-    @Test(arguments: [(1, UInt8(0), UInt16(0)), (2, UInt8(6), UInt16(0)), (3, UInt8(255), UInt16(0)), (4, UInt8(3), UInt16(0x10f)), (5, UInt8(3), UInt16(0x118)), (6, UInt8(3), UInt16(0xffff))])
+    /// the playout's key: KeyQueueTests refuse its unknown codes; kind 6 a
+    /// gesture: GestureTrackTests.)
+    @Test(arguments: [(1, UInt8(0), UInt16(0)), (2, UInt8(7), UInt16(0)), (3, UInt8(255), UInt16(0)), (4, UInt8(3), UInt16(0x10f)), (5, UInt8(3), UInt16(0x118)), (6, UInt8(3), UInt16(0xffff))])
     func rejects(_ id: Int, _ kind: UInt8, _ code: UInt16) {
         let p = CorePlayout()
         var pkt = playout_pkt(tx_us: 1, a: 1, b: 1, code: code, kind: kind, down: 1, lost_n: 0, lost: (0, 0, 0, 0), g: playout_gesture())

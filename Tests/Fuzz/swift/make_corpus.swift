@@ -56,6 +56,7 @@ import Foundation
                                          addresses: [.v4([192, 168, 1, 20]), .v6([0xfd] + [UInt8](repeating: 0, count: 14) + [1])])),
             .channelAnswer(.refused(.busy)),
             .channelPath(ChannelPath(.dataChannel, .opened)),
+            .gestureEnd(GestureEndMessage(id: 7, senderTimeNs: 123_456_789_000)),
         ]
         for (i, m) in messages.enumerated() {
             stream += try sealer.seal(m)

@@ -1,0 +1,106 @@
+import CEvdev
+import Foundation
+@testable import RemoloPlayout
+@testable import RemoloReceiver
+@testable import RemoloSender
+@testable import RemoloSession
+import RemoloCore
+import RemoloSystem
+import RemoloTestSupport
+import Testing
+
+extension VMSuite {
+    /// Gestures over the wire into the real kernel and libinput: a sender's
+    /// gesture states through a real receiver (io_uring loop, playout,
+    /// uinput touchpad made at the grant), read by `libinput debug-events`;
+    /// and the kernel's own touch state after a session ends mid-gesture.
+    @Suite(.enabled(if: VMEnv.kernel, VMEnv.kernelReason))
+    struct GestureWire {
+        static let padName = "Remolo touchpad wire"
+
+        static func rig() throws -> (Receiver, Sender, String, reconnect: () throws -> Sender) {
+            let senderID = Identity.generate(), receiverID = Identity.generate()
+            var list = PeerList()
+            list.add(senderID.publicKey, label: "gesture sender")
+            let trust = try ReceiverTrust(identity: receiverID, directory: nil, authorized: list)
+            let rx = try Receiver(host: "127.0.0.1", port: 0, trust: trust, output: .uinput(name: "Remolo gesture wire pointer"),
+                                  touchpad: .uinput(name: padName))
+            do {
+                let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: senderID,
+                                            receiver: receiverID.publicKey, gestures: true)
+                try #require(tx.gesturesGranted, "the receiver did not grant gestures")
+                let node = try #require(rx.loop.touchpadDevnode, "no touchpad after the grant")
+                let port = rx.port
+                return (rx, tx, node, {
+                    try Sender.connect(host: "127.0.0.1", port: port, identity: senderID,
+                                       receiver: receiverID.publicKey, gestures: true)
+                })
+            } catch { rx.stop(); throw error }
+        }
+
+        /// Sends a swipe's states 8 ms apart (x mm per state), then its end.
+        static func swipe(_ tx: Sender, fingers: UInt8, states: Int, mmPerState: Double, end: Bool) throws {
+            var t: UInt64 = 0
+            for i in 1...states {
+                t = senderClockUs()
+                try tx.send(gesture: GestureDatagram(id: 1, kind: .swipe, fingers: fingers, isLast: end && i == states,
+                                                     xUm: Int32(Double(i) * mmPerState * 1000), yUm: 0,
+                                                     scaleQ16: 65_536, angleUrad: 0), at: t)
+                usleep(8_000)
+            }
+            if end { try tx.endGesture(1, at: t) }
+        }
+
+        /// A three-finger swipe of 30 mm sent over the wire is one libinput
+        /// swipe of three fingers, ended and not cancelled, its summed
+        /// unaccelerated dx within libinput's own processing of the sent
+        /// motion (TouchpadGestures says how that is measured).
+        @Test(.timeLimit(.minutes(2)))
+        func swipeOverTheWireIsALibinputSwipe() throws {
+            let (rx, tx, node, _) = try Self.rig()
+            defer { tx.close(); rx.stop() }
+            let watch = try LibinputWatch(node)
+            try Self.swipe(tx, fingers: 3, states: 60, mmPerState: 0.5, end: true)
+            _ = watch.out.wait(seconds: 10) { SeenGesture.parse($0).contains { $0.ended } }
+            let lines = watch.end()
+            let all = lines.joined(separator: "\n")
+            let g = SeenGesture.parse(lines).filter { $0.kind == "SWIPE" }
+            try #require(g.count == 1, "one swipe, not \(g.count):\n\(all)")
+            #expect(g[0].fingers == 3 && g[0].ended && !g[0].cancelled, "\(g[0])\n\(all)")
+            let u = VMSuite.TouchpadGestures.unitsPerMM, maxMove = 4.0 + 2
+            #expect(g[0].dx <= 30 * u + 0.5 && g[0].dx >= (30 - maxMove) * u, "summed dx \(g[0].dx) for 30 mm\n\(all)")
+            print("gesture wire: 3-finger swipe of 30 mm over the wire: libinput summed dx \(g[0].dx) "
+                  + "(\(30 * u) sent) in \(g[0].updates) updates")
+        }
+
+        enum Ending: String, CaseIterable, Sendable { case killed, bye, replaced }
+
+        /// A session that ends mid-gesture leaves no touch down in the
+        /// kernel (EVIOCGMTSLOTS, EVIOCGKEY through a fresh libevdev reader).
+        @Test(.timeLimit(.minutes(1)), arguments: Ending.allCases)
+        func noTouchDownAfterTheSessionEnds(_ ending: Ending) throws {
+            let (rx, tx, node, again) = try Self.rig()
+            defer { rx.stop() }
+            let r = try EvdevReader(node)
+            try Self.swipe(tx, fingers: 4, states: 10, mmPerState: 0.5, end: false)
+            _ = r.read(count: 1, timeoutMs: 2000)
+            #expect(libevdev_get_event_value(r.dev, UInt32(EV_KEY), UInt32(BTN_TOUCH)) == 1, "fingers down mid-gesture")
+            var second: Sender?
+            switch ending {
+            case .killed: tx.channel.close()   // what the kernel does for a killed sender: the socket closes, no bye
+            case .bye: tx.close()
+            case .replaced:
+                second = try again()
+            }
+            #expect(eventually(3) { rx.stats.sessionsRemoved >= 1 })
+            usleep(100_000)
+            let fresh = try EvdevReader(node)
+            let slots = (0..<REMOLO_TPDEV_SLOTS).map { libevdev_get_slot_value(fresh.dev, UInt32($0), UInt32(ABS_MT_TRACKING_ID)) }
+            #expect(slots.allSatisfy { $0 == -1 }, "\(ending): a slot still down: \(slots)")
+            #expect(libevdev_get_event_value(fresh.dev, UInt32(EV_KEY), UInt32(BTN_TOUCH)) == 0, "\(ending)")
+            #expect(libevdev_get_event_value(fresh.dev, UInt32(EV_KEY), UInt32(BTN_TOOL_QUADTAP)) == 0, "\(ending)")
+            second?.close()
+            if ending == .replaced { tx.close() }
+        }
+    }
+}
