@@ -64,7 +64,7 @@ const refused = [
   /* 17 */ ["0c" + "00000001" + "08" + "00", /type 0xc is 8 bytes, got 7/],
   /* 18 */ ["0c" + "00000001" + "00" + "0001", /unknown refused reason 0/],
   /* 19 */ ["0c" + "00000001" + "0a" + "0001", /unknown refused reason 10/],
-  /* 20 */ ["10", /unknown type 0x10/],   // 0x0d-0x0f are the data channel's (control.test.mjs)
+  /* 20 */ ["11", /unknown type 0x11/],   // 0x0d-0x0f are the data channel's (control.test.mjs), 0x10 the gesture end
 ];
 for (const [i, [hex, why]] of refused.entries()) {
   test(`malformed keyboard message ${i + 1} is refused: ${why.source}`, () => {

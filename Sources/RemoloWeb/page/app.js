@@ -5,6 +5,7 @@
 // itself with the stored keys.
 import { Trackpad, samplesOf } from "./trackpad.js";
 import { Framer, FrameClock, defaultSettings } from "./framer.js";
+import { GestureFramer } from "./gestures.js";
 import { connect, LinkClosed, BASE_ONLY_MESSAGE, probeOrigin } from "./link.js";
 import { appleMobile, diagnostics, fullScreenTip, wakeLockTip } from "./capabilities.js";
 import { KeyboardSender, RefusalTally, keyboardStatusMessage, MODIFIER_CODES } from "./keyboard.js";
@@ -16,6 +17,10 @@ const $ = (id) => document.getElementById(id);
 const wsURL = `wss://${location.host}/ws`;
 const settings = store.loadSettings(defaultSettings);
 const framer = new Framer(settings);
+// Swipes and pinches as gesture states (gestures.js), where the receiver
+// granted them and the setting is on (docs/gestures.md).
+const gestures = new GestureFramer();
+const gesturesWanted = () => settings.gestures !== false;
 const pad = $("pad");
 let link = null;
 let state = "starting";
@@ -114,10 +119,19 @@ $("natural").onchange = () => { settings.naturalScrolling = framer.settings.natu
 // takes effect at the next session.
 $("datachannel").checked = settings.dataChannel !== false;
 $("datachannel").onchange = () => { settings.dataChannel = $("datachannel").checked; store.saveSettings(settings); };
+// Gestures: on unless turned off here; asked for at the next session, and
+// off at once (three fingers then do nothing, two always scroll).
+$("gestures").checked = gesturesWanted();
+$("gestures").onchange = () => {
+  settings.gestures = $("gestures").checked;
+  store.saveSettings(settings);
+  if (!settings.gestures) trackpad.useGestures(gestures, false);
+};
 $("gear").onclick = () => { const s = $("settings"); s.hidden = !s.hidden; $("gear").setAttribute("aria-expanded", String(!s.hidden)); showDiagnostics(); };
 
 // --- the surface
 const trackpad = new Trackpad(framer, { widthPx: pad.clientWidth, heightPx: pad.clientHeight });
+trackpad.useGestures(gestures, false);
 new ResizeObserver(() => trackpad.resize({ widthPx: pad.clientWidth, heightPx: pad.clientHeight })).observe(pad);
 const micros = (ms) => ms * 1000;
 let origin = pad.getBoundingClientRect(); // positions are relative to the surface
@@ -239,7 +253,7 @@ fitViewport();
 // --- one datagram per animation frame, stamped with the frame's time
 function deliver(frameUs, visible) {
   trackpad.tick(frameUs);
-  if (!link) { framer.discard(); return; }
+  if (!link) { framer.discard(); gestures.discard(); return; }
   for (const d of framer.frame(frameUs, visible, clock.periodUs)) {
     // A button the link sent as a button message (on the data channel's
     // sessions) is no datagram: what was sent says so, for the totals.
@@ -248,6 +262,16 @@ function deliver(frameUs, visible) {
     else if (how !== "datagram") framer.unsent(d);   // the link had ended: nothing left the page
     sentThisSecond++;
   }
+  // A gesture state renews the radio as a heartbeat does; each end follows
+  // its last state, on the session.
+  const g = gestures.frame(frameUs);
+  for (const s of g.states) {
+    if (!link.sendGesture(s, frameUs)) continue;
+    framer.sent.datagrams++;
+    framer.sent.gestureStates = (framer.sent.gestureStates ?? 0) + 1;
+    framer.lastSentUs = frameUs;
+  }
+  for (const e of g.ends) if (link.endGesture(e.id, e.tUs)) framer.sent.gestureEnds = (framer.sent.gestureEnds ?? 0) + 1;
 }
 const clock = new FrameClock();
 function frame(ts) {
@@ -346,6 +370,7 @@ async function start() {
     const l = await connect({
       url: wsURL, identity, receiverPublicKey, codeBytes: code, hello: !baseOnly,
       dataChannel: settings.dataChannel !== false && typeof RTCPeerConnection === "function",
+      gestures: gesturesWanted(),
       noChannel: settings.dataChannel === false ? "off" : "noPeerConnection",
       onPath: () => showDiagnostics(),
       // Why a WebSocket failed before opening: the page's origin asked once
@@ -355,6 +380,9 @@ async function start() {
       onClose: (why) => {
         if (link !== l) return;
         link = null;
+        // The receiver lifted this session's fingers; the next session asks again.
+        trackpad.useGestures(gestures, false);
+        gestures.discard();
         // The receiver released every key of the session.
         keys.forget();
         row.forget();
@@ -373,6 +401,8 @@ async function start() {
     receiverFp = fingerprint(l.receiverPublicKey);
     framer.discard();
     framer.resetSent();
+    gestures.discard();
+    trackpad.useGestures(gestures, l.gesturesGranted && gesturesWanted());
     keys.forget();
     typed = [];
     showKeyboardButton();

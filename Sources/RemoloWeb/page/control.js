@@ -21,8 +21,11 @@ const U64_MAX = 0xffffffffffffffffn;
 
 /** Message types and their exact plaintext lengths (type byte included). */
 export const ControlType = Object.freeze({ settings: 0x01, button: 0x02, motion: 0x03, scroll: 0x04, ping: 0x05, pong: 0x06, bye: 0x07, receipt: 0x08,
-  hello: 0x09, key: 0x0a, text: 0x0b, refused: 0x0c, channelOffer: 0x0d, channelAnswer: 0x0e, channelPath: 0x0f });
-const LENGTH = { 0x01: 14, 0x02: 15, 0x03: 17, 0x04: 17, 0x05: 9, 0x06: 9, 0x07: 2, 0x08: 9, 0x09: 6, 0x0a: 16, 0x0c: 8 };
+  hello: 0x09, key: 0x0a, text: 0x0b, refused: 0x0c, channelOffer: 0x0d, channelAnswer: 0x0e, channelPath: 0x0f,
+  gestureEnd: 0x10 });
+const LENGTH = { 0x01: 14, 0x02: 15, 0x03: 17, 0x04: 17, 0x05: 9, 0x06: 9, 0x07: 2, 0x08: 9, 0x09: 6, 0x0a: 16, 0x0c: 8, 0x10: 10 };
+// The data channel's messages, decoded by their own code (variable lengths).
+const isChannel = (t) => t >= ControlType.channelOffer && t <= ControlType.channelPath;
 const NAME = Object.fromEntries(Object.entries(ControlType).map(([k, v]) => [v, k]));
 
 // The keyboard extension (hello, key, text, refused): sent only to a
@@ -32,7 +35,7 @@ const NAME = Object.fromEntries(Object.entries(ControlType).map(([k, v]) => [v, 
 export const TEXT_HEADER_LENGTH = 13;
 export const MAX_TEXT_BYTES = 256;
 /** Feature bits of a hello (u32). */
-export const Feature = Object.freeze({ keyboard: 1, redundancy: 2, dataChannel: 4 });
+export const Feature = Object.freeze({ keyboard: 1, redundancy: 2, dataChannel: 4, gestures: 8 });
 
 // The data channel (feature bit 2; docs/protocol.md, "The data channel"):
 // the page's offer (its ICE ufrag and password, its DTLS certificate's
@@ -187,7 +190,7 @@ function int32(v, what) {
 export function encodeControlMessage(m) {
   const t = ControlType[m.type];
   if (t === undefined) throw new TypeError(`unknown control message type "${m.type}"; one of ${Object.keys(ControlType).join(", ")}`);
-  if (t >= ControlType.channelOffer) return encodeChannel(m);
+  if (isChannel(t)) return encodeChannel(m);
   let out;
   if (m.type === "text") {
     const bytes = textBytes(m.text);
@@ -252,6 +255,10 @@ export function encodeControlMessage(m) {
       out[5] = uint(m.reason, 8, "reason");
       v.setUint16(6, uint(m.count, 16, "count"), false);
       break;
+    case "gestureEnd":
+      out[1] = uint(m.id, 8, "id");
+      v.setBigUint64(2, toU64(m.senderTimeNs, "senderTimeNs"), false);
+      break;
   }
   return out;
 }
@@ -281,7 +288,7 @@ export function decodeControlMessage(p) {
   const t = p[0];
   const type = NAME[t];
   if (type === undefined) throw badMessage(`unknown type 0x${t.toString(16)}`);
-  if (t >= ControlType.channelOffer) {
+  if (isChannel(t)) {
     // Variable length: the offer 61..227 bytes, the answer 2..512, the path 3.
     const [lo, hi] = { channelOffer: [61, 227], channelAnswer: [2, MAX_PLAINTEXT_LENGTH], channelPath: [3, 3] }[type];
     if (p.length < lo || p.length > hi) throw badMessage(`type 0x${t.toString(16)} (${type}) is ${lo}..${hi} bytes, got ${p.length}`);
@@ -327,6 +334,8 @@ export function decodeControlMessage(p) {
       if ((features & Feature.keyboard) && p[5] !== KeyboardStatus.allowed) throw badMessage(`hello grants the keyboard with status ${p[5]}`);
       return { type, features, keyboardStatus: p[5] };
     }
+    case "gestureEnd":
+      return { type, id: p[1], senderTimeNs: v.getBigUint64(2, false) };
     case "key":
       if (p[3] > 1) throw badMessage(`key state ${p[3]}`);
       return { type, code: v.getUint16(1, false), down: p[3] === 1, senderTimeNs: v.getBigUint64(4, false), sequence: v.getUint32(12, false) };

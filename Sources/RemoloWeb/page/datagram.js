@@ -21,7 +21,13 @@ export const PLAINTEXT_LENGTH = 17;
 // motion of lost datagrams from the next one that arrives.
 export const REDUNDANT_DATAGRAM_LENGTH = 65;
 export const REDUNDANT_PLAINTEXT_LENGTH = 33;
-export const Kind = Object.freeze({ motion: 1, scroll: 2, button: 3, heartbeat: 4 });
+export const Kind = Object.freeze({ motion: 1, scroll: 2, button: 3, heartbeat: 4, gesture: 6 });
+// The gesture layout (feature bit 3, docs/protocol.md "Gestures"): kind 6,
+// always 65 bytes, the 17 bytes (a, b: the centroid's offset since the
+// gesture began, micrometres) then id, type (1 swipe, 2 pinch), fingers,
+// flags (1: last), scale i32 Q16, angle i32 microradians, 4 zero bytes.
+export const GestureType = Object.freeze({ swipe: 1, pinch: 2 });
+export const GESTURE_LIMITS = Object.freeze({ offsetUm: 500_000, scaleQ16: [1024, 4194304], angleUrad: 25_132_741 });
 const U64_MAX = 0xffffffffffffffffn;
 
 function int32(v, what) {
@@ -37,6 +43,21 @@ export const scroll = (vertical, horizontal) => ({ kind: Kind.scroll, a: int32(v
 export function button(code, down) {
   if (!Number.isInteger(code) || code < 0 || code > 0xffff) throw new RangeError(`a button code is a Linux BTN_* code in 0..65535, got ${code}`);
   return { kind: Kind.button, a: code, b: down ? 1 : 0 };
+}
+/**
+ * A gesture state ({id, type: "swipe"|"pinch", fingers, last, xUm, yUm,
+ * scaleQ16, angleUrad}); what the receiver would refuse throws.
+ */
+export function gesture({ id, type, fingers, last = false, xUm = 0, yUm = 0, scaleQ16 = 65536, angleUrad = 0 }) {
+  const t = GestureType[type];
+  const L = GESTURE_LIMITS;
+  const ok = Number.isInteger(id) && id >= 0 && id <= 255 && t !== undefined &&
+    Number.isInteger(xUm) && Number.isInteger(yUm) && Math.abs(xUm) <= L.offsetUm && Math.abs(yUm) <= L.offsetUm &&
+    (t === GestureType.swipe ? (fingers === 3 || fingers === 4) && scaleQ16 === 65536 && angleUrad === 0
+      : fingers >= 2 && fingers <= 4 && Number.isInteger(scaleQ16) && scaleQ16 >= L.scaleQ16[0] && scaleQ16 <= L.scaleQ16[1] &&
+        Number.isInteger(angleUrad) && Math.abs(angleUrad) <= L.angleUrad);
+  if (!ok) throw new RangeError(`not a gesture state the receiver takes: ${JSON.stringify({ id, type, fingers, xUm, yUm, scaleQ16, angleUrad })}`);
+  return { kind: Kind.gesture, a: xUm, b: yUm, g: { id, type: t, fingers, flags: last ? 1 : 0, scaleQ16, angleUrad } };
 }
 /** Every 100 ms while the trackpad is shown and still. */
 export const heartbeat = () => ({ kind: Kind.heartbeat, a: 0, b: 0 });
@@ -80,24 +101,32 @@ export class DatagramSealer {
     if (this.counter > U64_MAX) throw new RangeError("datagram counter exhausted: open a new session (new keys)");
     if (payload.kind === Kind.motion) { this.totals[0] += payload.a; this.totals[1] += payload.b; }
     if (payload.kind === Kind.scroll) { this.totals[2] += payload.a; this.totals[3] += payload.b; }
-    const out = sealDatagram(this.key, this.sessionId, this.counter, payload, txMicros, this.redundant ? this.totals : null);
+    // A gesture state carries no motion and no totals: its own layout.
+    const out = sealDatagram(this.key, this.sessionId, this.counter, payload, txMicros,
+      this.redundant && payload.kind !== Kind.gesture ? this.totals : null);
     this.counter += 1n;
     return out;
   }
 }
 
 /** Seals one datagram with an explicit counter (the sealer's building block, and test vectors). */
-export function sealDatagram(key, sessionId, counter, { kind, a, b }, txMicros, totals = null) {
+export function sealDatagram(key, sessionId, counter, { kind, a, b, g }, txMicros, totals = null) {
   const header = new Uint8Array(HEADER_LENGTH);
   header.set(sessionId, 0);
   view(header).setBigUint64(8, toU64(counter, "counter"), true);
-  const plain = new Uint8Array(totals ? REDUNDANT_PLAINTEXT_LENGTH : PLAINTEXT_LENGTH);
+  const plain = new Uint8Array(totals || kind === Kind.gesture ? REDUNDANT_PLAINTEXT_LENGTH : PLAINTEXT_LENGTH);
   const p = view(plain);
   plain[0] = kind;
   p.setInt32(1, a, true);
   p.setInt32(5, b, true);
   p.setBigUint64(9, toU64(txMicros, "tx_us"), true);
-  if (totals) for (let i = 0; i < 4; i++) p.setUint32(PLAINTEXT_LENGTH + 4 * i, totals[i] >>> 0, true);
+  if (kind === Kind.gesture) {
+    plain.set([g.id, g.type, g.fingers, g.flags], PLAINTEXT_LENGTH);
+    p.setInt32(PLAINTEXT_LENGTH + 4, g.scaleQ16, true);
+    p.setInt32(PLAINTEXT_LENGTH + 8, g.angleUrad, true);
+  } else if (totals) {
+    for (let i = 0; i < 4; i++) p.setUint32(PLAINTEXT_LENGTH + 4 * i, totals[i] >>> 0, true);
+  }
   const out = new Uint8Array(HEADER_LENGTH + plain.length + 16);
   out.set(header);
   out.set(aeadSeal(key, nonceFor(view(header).getBigUint64(8, true)), plain, header), HEADER_LENGTH);
@@ -121,6 +150,12 @@ export function openDatagram(key, datagram) {
     sessionId: header.slice(0, 8), counter, kind: plain[0],
     a: p.getInt32(1, true), b: p.getInt32(5, true), txMicros: p.getBigUint64(9, true),
   };
-  if (plain.length === REDUNDANT_PLAINTEXT_LENGTH) out.totals = [0, 1, 2, 3].map((i) => p.getUint32(PLAINTEXT_LENGTH + 4 * i, true));
+  if (plain.length === REDUNDANT_PLAINTEXT_LENGTH && out.kind === Kind.gesture) {
+    const q = PLAINTEXT_LENGTH;
+    out.g = { id: plain[q], type: plain[q + 1], fingers: plain[q + 2], flags: plain[q + 3],
+      scaleQ16: p.getInt32(q + 4, true), angleUrad: p.getInt32(q + 8, true) };
+  } else if (plain.length === REDUNDANT_PLAINTEXT_LENGTH) {
+    out.totals = [0, 1, 2, 3].map((i) => p.getUint32(PLAINTEXT_LENGTH + 4 * i, true));
+  }
   return out;
 }

@@ -12,7 +12,7 @@ import { DatagramSealer } from "./datagram.js";
 import { pairingPsk } from "./pairing.js";
 import { Feature, KeyboardStatus, ByeReason, splitText } from "./control.js";
 import { DataPath } from "./datapath.js";
-import { Kind } from "./datagram.js";
+import { Kind, gesture } from "./datagram.js";
 
 export const TAG_STREAM = 0x00;
 export const TAG_DATAGRAM = 0x01;
@@ -144,7 +144,7 @@ export const BASE_ONLY_MESSAGE = "the receiver does not take keys (older version
  * completed at the pong).
  */
 export async function connect({ url, identity, receiverPublicKey, codeBytes, hello = true, onMessage, onClose, probe, online, port,
-  dataChannel = typeof globalThis.RTCPeerConnection === "function", noChannel = "noPeerConnection", onPath }) {
+  dataChannel = typeof globalThis.RTCPeerConnection === "function", noChannel = "noPeerConnection", onPath, gestures = false }) {
   const sock = new Socket(url);
   if (!(await sock.opened)) {
     // Once per attempt: the retries' back-off paces the probes too.
@@ -184,7 +184,9 @@ export async function connect({ url, identity, receiverPublicKey, codeBytes, hel
       // the receiver's hello says what it grants.
       // With a data channel the page's datagrams can be lost, so it asks
       // for redundancy too (every datagram carries the running totals).
-      const features = Feature.keyboard | (dataChannel ? Feature.redundancy | Feature.dataChannel : 0);
+      // Gestures when the page's setting asks (docs/protocol.md, "Gestures").
+      const features = Feature.keyboard | (dataChannel ? Feature.redundancy | Feature.dataChannel : 0) |
+        (gestures ? Feature.gestures : 0);
       sock.write(session.seal({ type: "hello", features, keyboardStatus: 0 }));
       let reply = -1;
       while ((reply = early.findIndex((m) => m.type === "hello" || m.type === "bye")) < 0) early.push(...session.feed(await sock.read()));
@@ -234,6 +236,8 @@ export class Link {
     // a lost click or a held button: buttons go as button messages on the
     // session (TCP), played at their sender time like the datagrams.
     this.reliableButtons = (granted & Feature.dataChannel) !== 0;
+    /** Whether the receiver takes gestures on this session (feature bit 3). */
+    this.gesturesGranted = (granted & Feature.gestures) !== 0;
     this.buttonSequence = 0;
     this.lastHeard = Date.now();
     this.ended = false;
@@ -309,6 +313,25 @@ export class Link {
     const d = this.sealer.seal(payload, tx);
     if (!this.dataPath?.datagram(d)) this.sock.datagram(d);
     return "datagram";
+  }
+
+  /**
+   * A gesture state (gestures.js) as a datagram, on the same path and
+   * counter as the others; false where gestures were not granted or the
+   * link has ended.
+   */
+  sendGesture(s, txMicros) {
+    if (this.ended || !this.gesturesGranted) return false;
+    const d = this.sealer.seal(gesture(s), BigInt(Math.max(0, Math.round(txMicros))));
+    if (!this.dataPath?.datagram(d)) this.sock.datagram(d);
+    return true;
+  }
+
+  /** The end of gesture `id` on the session (reliable: its last state's datagram may be lost). */
+  endGesture(id, txMicros) {
+    if (this.ended || !this.gesturesGranted) return false;
+    this.sock.write(this.session.seal({ type: "gestureEnd", id, senderTimeNs: BigInt(Math.max(0, Math.round(txMicros))) * 1000n }));
+    return true;
   }
 
   /** The sender time (ns) of a key or text: the page's clock in ms, as motion's (in us), never going back. */

@@ -53,6 +53,8 @@ export class Trackpad {
         case "scroll": this.out.scroll(e.dx / MM_PER_PX, e.dy / MM_PER_PX, e.atUs); break;
         case "glide": this.out.glide(e.vx / MM_PER_PX, e.vy / MM_PER_PX, e.atUs); break;
         case "touchDown": this.out.touchStart(e.atUs); break;
+        // Swipes and pinches (only where the rules' gestures are on), in mm.
+        case "gestureBegin": case "gestureUpdate": case "gestureEnd": this.gestures?.apply(e); break;
         case "button": {
           const code = BUTTON_CODES[e.button];
           if (e.down) this.held.add(code); else this.held.delete(code);
@@ -87,9 +89,16 @@ export class Trackpad {
   /** Timeouts due by now (a tap's release, drag lock's end). */
   tick(tUs) { this.deliver(this.recognizer.advance(tUs)); }
 
-  /** The page hid or the touches were cancelled: forget them, let go of every button. */
+  /** Where the rules' gestures go (gestures.js GestureFramer), and whether they are on. */
+  useGestures(framer, on) {
+    this.gestures = framer;
+    this.recognizer.config.gestures = on;
+  }
+
+  /** The page hid or the touches were cancelled: forget them, let go of every button (and end a gesture). */
   cancel(tUs) {
     this.recognizer.reset();
+    this.gestures?.end();
     this.slots.clear();
     for (const code of [...this.held]) { this.held.delete(code); this.out.button(code, false, tUs); }
   }
