@@ -65,8 +65,25 @@ int gtrack_push(struct gtrack *t, uint64_t rx_us, const struct playout_pkt *pkt,
 			return PLAYOUT_PUSH_ON_TIME;
 		}
 	} else if (__builtin_expect(t->ended_valid && g->id == t->ended_id && !t->open, 0)) {
-		/* An id that ended stays ended: a state the control channel's
-		 * end overtook, or one after the receiver's own timeout. */
+		/* The control channel's end overtook this state (TCP passes
+		 * UDP; a sender sends the last state and the end together):
+		 * while that end waits in the queue, the state takes its place
+		 * as the gesture's last. Otherwise an id that ended stays ended:
+		 * a state after the end has played, or after the receiver's own
+		 * timeout. */
+		if (last && last->id == g->id && last->type == PLAYOUT_GESTURE_END) {
+			last->type = g->type;
+			last->fingers = g->fingers;
+			last->start_us = start_us;
+			last->dur_us = dur_us;
+			last->to[0] = pkt->a;
+			last->to[1] = pkt->b;
+			last->to[2] = g->scale_q16;
+			last->to[3] = g->angle_urad;
+			last->flags = PLAYOUT_GESTURE_FLAG_LAST;
+			t->last_rx_us = rx_us;
+			return PLAYOUT_PUSH_ON_TIME;
+		}
 		return PLAYOUT_PUSH_REJECTED;
 	} else if (!t->open || t->open_id != g->id) {
 		/* A new id begins a gesture; the one open (its end lost or

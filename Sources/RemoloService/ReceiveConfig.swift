@@ -164,6 +164,11 @@ public enum ReceiveConfig {
             "write the pointer's evdev frames (struct input_event, one",
             "write per drain tick) to FILE instead of a uinput device:",
             "a recording sink for machines without /dev/uinput"]),
+        Key("touchpad-sink", "FILE", default: "off (uinput)", example: "/var/lib/remolo/touches",
+            "write the touchpad's evdev frames to FILE instead of a device", help: [
+            "write the gesture touchpad's evdev frames to FILE instead of",
+            "a uinput device (made at the first sender granted gestures);",
+            "with --sink, gestures are offered only with this"]),
         Key("record-arrivals", "FILE", default: "off", example: "/var/lib/remolo/arrivals.trace",
             "record every datagram's send and arrival time", help: [
             "record every datagram's send and arrival time in the lab's",

@@ -52,6 +52,7 @@ struct ReceiveOptions {
     var seconds: Double?
     var recordPath: String?
     var sinkPath: String?
+    var touchpadSinkPath: String?
     var web: (host: String, port: UInt16)?
     var authority = false
     var drain: (rate: DrainRate, line: String) = (.default, "")
@@ -118,6 +119,7 @@ func parseReceiveOptions(_ args: [String]) -> ReceiveOptions {
         case "--seconds": r.seconds = o.double(in: 0.001...1e9)
         case "--record-arrivals": r.recordPath = o.value()
         case "--sink": r.sinkPath = o.value()
+        case "--touchpad-sink": r.touchpadSinkPath = o.value()
         case "--web": webArg = o.value()
         case "--ca": r.authority = true
         case "--no-announce": r.announce = false
@@ -178,6 +180,15 @@ func receiveOutput(_ o: ReceiveOptions, session: DesktopSession, stopReason: Sto
     return (output, outputLine)
 }
 
+/// Where gestures go: --touchpad-sink's file, else the loop's choice (a
+/// uinput touchpad beside a device, none beside --sink).
+func touchpadOutput(_ o: ReceiveOptions) -> TouchpadOutput? {
+    guard let path = o.touchpadSinkPath else { return nil }
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { fail("--touchpad-sink \(path): \(String(cString: strerror(errno))); pick a writable path", code: 1) }
+    return .fileDescriptor(fd)
+}
+
 /// The receiver itself, on its port, with its trust and keyboard; a
 /// failure stops the command with what to do about it.
 func startReceiver(_ o: ReceiveOptions, identity: Identity, dir: ConfigDirectory, output: ReceiverOutput,
@@ -192,7 +203,8 @@ func startReceiver(_ o: ReceiveOptions, identity: Identity, dir: ConfigDirectory
         return try Receiver(host: o.host, port: o.port, trust: trust, output: output, drain: o.drain.rate,
                             realtimePriority: o.rt, recordArrivals: recorder,
                             keyboard: o.typing ? ReceiverKeyboard(enabled: true, keymap: keymap) : .off,
-                            redundancy: o.redundancy, gestures: o.gestures, onEvent: { say($0) })
+                            redundancy: o.redundancy, gestures: o.gestures, touchpad: touchpadOutput(o),
+                            onEvent: { say($0) })
     } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
         // After modprobe, a user other than root also needs access to it.
         fail("\(e.message) Then, to run as a normal user: the udev rule `\(PointerDeviceError.udevRule)` "

@@ -46,7 +46,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-EV_KEY, EV_REL = 1, 2
+EV_KEY, EV_REL, EV_ABS = 1, 2, 3
+ABS_MT_SLOT, ABS_MT_POSITION_X, ABS_MT_POSITION_Y, ABS_MT_TRACKING_ID = 0x2f, 0x35, 0x36, 0x39
+BTN_TOOL_DOUBLETAP, BTN_TOOL_TRIPLETAP = 0x14d, 0x14e
 REL_X, REL_Y, REL_HWHEEL, REL_WHEEL, REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES = 0, 1, 6, 8, 11, 12
 BTN_LEFT, BTN_RIGHT = 0x110, 0x111
 failures = []
@@ -698,6 +700,81 @@ def connection_failures_and_tips(binary, tmp):
 
 # ---------------------------------------------------------------- main
 
+def touchpad_frames(path):
+    """The touchpad sink's frames, each a list of (type, code, value), and
+    the fingers it shows after each: {slot: (x, y)}."""
+    data = open(path, "rb").read()
+    frames, cur, slot, fingers, shown = [], [], 0, {}, []
+    for off in range(0, len(data) - len(data) % 24, 24):
+        typ, code, value = struct.unpack_from("<HHi", data, off + 16)
+        cur.append((typ, code, value))
+        if typ == EV_ABS and code == ABS_MT_SLOT:
+            slot = value
+        elif typ == EV_ABS and code == ABS_MT_TRACKING_ID:
+            if value < 0:
+                fingers.pop(slot, None)
+            else:
+                fingers[slot] = (None, None)
+        elif typ == EV_ABS and code in (ABS_MT_POSITION_X, ABS_MT_POSITION_Y) and slot in fingers:
+            x, y = fingers[slot]
+            fingers[slot] = (value, y) if code == ABS_MT_POSITION_X else (x, value)
+        elif typ == 0 and code == 0:
+            frames.append(cur)
+            shown.append(dict(fingers))
+            cur = []
+    return frames, shown
+
+
+def gestures(binary, tmp):
+    """Three fingers and a pinch dispatched to the page as touches reach a
+    receiver that grants gestures (its touchpad on a recording sink) as
+    gesture frames with the right finger counts and spread; two fingers
+    moving together still scroll (docs/gestures.md)."""
+    sink, pad = os.path.join(tmp, "frames-gestures"), os.path.join(tmp, "touches")
+    rx = Receiver(binary, os.path.join(tmp, "config-gestures"), sink, extra=["--touchpad-sink", pad])
+    b = cdp.Browser(flags=RTC_FLAGS)
+    try:
+        b.navigate(rx.url)
+        b.wait_for("window.remolo && remolo.state === 'connected'", 15, "pairing from the URL fragment")
+        f = Fingers(b)
+        f.stroke([(100, 400), (180, 400), (260, 400)], (4, 0), 30)      # a three-finger swipe, 120 px right
+        time.sleep(0.5)
+        # A pinch: two fingers 80 px apart spreading 3 px a frame each way.
+        b.touch("touchStart", [(1, 160, 300), (2, 240, 300)])
+        for k in range(1, 31):
+            time.sleep(f.frame)
+            b.touch("touchMove", [(1, 160 - 3 * k, 300), (2, 240 + 3 * k, 300)])
+        b.touch("touchEnd", [])
+        time.sleep(0.5)
+        f.stroke([(150, 300), (230, 300)], (0, 9), 20)                   # two fingers together: a scroll
+        settle(b)
+        sent = b.eval("JSON.stringify(remolo.sent)")
+        print(f"   gestures: page sent {sent}", flush=True)
+    finally:
+        b.close()
+        stats = rx.stop()
+    g = stats.get("gestures", {})
+    check(g.get("touchpad") is True and g.get("begun") == 2 and g.get("refused") == 0 and g.get("timeouts") == 0,
+          f"the receiver made its touchpad and took two gestures, none refused or timed out ({g})")
+    frames, shown = touchpad_frames(pad)
+    tools = [(c, v) for fr in frames for (t, c, v) in fr if t == EV_KEY and c in (BTN_TOOL_DOUBLETAP, BTN_TOOL_TRIPLETAP)]
+    check(tools == [(BTN_TOOL_TRIPLETAP, 1), (BTN_TOOL_TRIPLETAP, 0), (BTN_TOOL_DOUBLETAP, 1), (BTN_TOOL_DOUBLETAP, 0)],
+          f"three fingers, then two, each put down and lifted ({tools})")
+    check(shown and shown[-1] == {}, "no finger left down")
+    three = [s for s in shown if len(s) == 3]
+    two = [s for s in shown if len(s) == 2]
+    # The swipe: 120 CSS px is 19.05 mm (1/160 inch a px), 762 pad units
+    # (40 a mm), less what the rules held back for a tap's wobble.
+    moved = three[-1][0][0] - three[0][0][0] if three else 0
+    check(600 <= moved <= 770, f"the swipe moved the fingers {moved} pad units for 762 sent")
+    # The pinch: 80 px apart to 260, scale 3.25 from where the second
+    # finger landed; the pad's row starts 18 mm (720 units) apart.
+    spread = [s[1][0] - s[0][0] for s in two]
+    check(bool(spread) and spread[0] < 900 and 2100 <= spread[-1] <= 2400,
+          f"the pinch spread the two fingers from {spread[:1]} to {spread[-1:]} pad units (720 x 3.25 = 2340)")
+    check(stats["total_wheel_hires"] != 0 and stats["total_dx"] == 0, "two fingers together still scroll, and nothing moved the pointer")
+
+
 IDLE_CONNECTIONS = 100
 WEB_MAX_CONNECTIONS = 32  # REMOLO_WEB_MAX_CONNECTIONS
 
@@ -848,6 +925,7 @@ def main():
         stats2 = rx2.stop()
     check(stats2["sessions_added"] == 0, "no session came of it")
 
+    gestures(args.remolo, tmp)
     typing(args.remolo, tmp, args.screenshot_keyboard)
     typing_refused(args.remolo, tmp)
     connection_failures_and_tips(args.remolo, tmp)

@@ -174,6 +174,25 @@ import Testing
         #expect(r.stats.gesture_refused == 5 && r.stats.gestures == 0)
     }
 
+    /// 5b. The end overtook only the last state (sent together, the end
+    ///     over TCP): while the end waits, the last state takes its place,
+    ///     so the gesture still ends where it was sent, then lifts.
+    @Test func anEndThatOvertookTheLastStateKeepsIt() {
+        let lastTx = Self.t0 + 12 * Self.frame
+        var steps = Self.swipe()
+        let lastState = steps.removeLast()
+        steps.append(.end(rx: lastTx + 2_000, tx: lastTx, id: 7))
+        if case let .state(_, tx, id, type, fingers, x, y, scale, angle, _) = lastState {
+            steps.append(.state(rx: lastTx + 4_000, tx: tx, id: id, type: type, fingers: fingers, x: x, y: y,
+                                scale: scale, angle: angle, last: true))
+        }
+        let r = Self.run(steps)
+        let down = Self.downTicks(r)
+        #expect(r.shown[down.last!].x == 12_000, "ends at the last state: \(r.shown[down.last!])")
+        #expect(r.shown[down.last! + 1].fingers == 0)
+        #expect(r.stats.gesture_refused == 0 && r.stats.gestures == 1)
+    }
+
     /// 6. A sender that never ends its gesture: the receiver lifts it
     ///    REMOLO_GESTURE_STALE_US after its last state arrived, not sooner,
     ///    and refuses its later states.
