@@ -5,6 +5,7 @@ import Foundation
 @testable import RemoloSender
 @testable import RemoloSession
 import RemoloCore
+@testable import RemoloDevices
 import RemoloSystem
 import RemoloTestSupport
 import Testing
@@ -71,6 +72,51 @@ extension VMSuite {
             #expect(g[0].dx <= 30 * u + 0.5 && g[0].dx >= (30 - maxMove) * u, "summed dx \(g[0].dx) for 30 mm\n\(all)")
             print("gesture wire: 3-finger swipe of 30 mm over the wire: libinput summed dx \(g[0].dx) "
                   + "(\(30 * u) sent) in \(g[0].updates) updates")
+        }
+
+        /// The uinput node of the device with exactly this name, if any.
+        static func node(named name: String) -> String? {
+            let dir = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/input")) ?? []
+            for e in dir where e.hasPrefix("event") {
+                guard let r = try? EvdevReader("/dev/input/" + e) else { continue }
+                if String(cString: libevdev_get_name(r.dev)) == name { return "/dev/input/" + e }
+            }
+            return nil
+        }
+
+        /// The whole Linux path: a virtual clickpad's three fingers read by
+        /// `remolo send --device` (its touchpad rules, gestures granted), over
+        /// the wire to `remolo receive`, out of its touchpad as libinput's
+        /// three-finger swipe.
+        @Test(.timeLimit(.minutes(3)))
+        func linuxSendersTouchpadSwipeIsALibinputSwipe() throws {
+            let rig = try DeviceRig("gesture-pad")
+            defer { rig.stop() }
+            let pad = try Pad.make(name: "Test gesture pad")
+            let tx = try rig.send(["--device", pad.node, "--grab"])
+            // The receiver makes its touchpad when it grants the gestures.
+            var node: String?
+            _ = eventually(10) { node = Self.node(named: TouchpadDevice.defaultName); return node != nil }
+            let touchpad = try #require(node, "the receiver made no touchpad: \(rig.rx.output)\n\(tx.output)")
+            let watch = try LibinputWatch(touchpad)
+            // Three fingers 15 mm apart, then 60 reports 0.5 mm right each, then lifted.
+            var steps: [PadStep] = []
+            for k in 0...60 {
+                let x = Int32(1000 + 20 * k)
+                steps.append(PadStep(fingers: [0: (x, 1200), 1: (x + 600, 1200), 2: (x + 1200, 1200)]))
+            }
+            steps.append(PadStep(fingers: [:]))
+            rig.play(steps, on: pad, thenInterrupt: tx)
+            _ = watch.out.wait(seconds: 10) { SeenGesture.parse($0).contains { $0.ended } }
+            let lines = watch.end()
+            let all = lines.joined(separator: "\n")
+            let g = SeenGesture.parse(lines).filter { $0.kind == "SWIPE" }
+            try #require(g.count == 1, "one swipe, not \(g.count):\n\(all)\n\(tx.output)")
+            #expect(g[0].fingers == 3 && g[0].ended && !g[0].cancelled, "\(g[0])\n\(all)")
+            #expect(g[0].dx > 0, "to the right: \(g[0].dx)")
+            // The pointer did not move: the fingers went to the touchpad.
+            #expect(rig.pointer.read(count: 1, timeoutMs: 50, settleMs: 0).filter { $0.type == UInt16(EV_REL) }.isEmpty)
+            print("gesture wire: remolo send --device, 3 fingers 30 mm right: libinput summed dx \(g[0].dx) in \(g[0].updates) updates")
         }
 
         enum Ending: String, CaseIterable, Sendable { case killed, bye, replaced }
