@@ -4,6 +4,7 @@ import Foundation
 @testable import RemoloSender
 @testable import RemoloSession
 import RemoloSystem
+import RemoloTestSupport
 import Testing
 
 /// Gestures end to end (docs/protocol.md, "Gestures (feature bit 3)"): a
@@ -23,9 +24,9 @@ extension RxSuite {
         /// A receiver whose touchpad writes into `pad` and a sender that asks
         /// for gestures (or not).
         static func rig(_ pair: Pair, pad: FrameSink, pointer: FrameSink, gestures: Bool = true,
-                        asks: Bool = true) throws -> (Receiver, Sender) {
+                        asks: Bool = true, limits: SessionLimits = SessionLimits()) throws -> (Receiver, Sender) {
             let rx = try Receiver(host: "127.0.0.1", port: 0, trust: pair.trust, output: .fileDescriptor(pointer.writeFD),
-                                  gestures: gestures, touchpad: .fileDescriptor(pad.writeFD))
+                                  limits: limits, gestures: gestures, touchpad: .fileDescriptor(pad.writeFD))
             do {
                 let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: pair.senderID,
                                             receiver: pair.receiverID.publicKey, gestures: asks)
@@ -98,15 +99,17 @@ extension RxSuite {
             #expect(xs.last == Self.midX - Self.spacing, "36 mm apart at scale 2: \(xs)")
         }
 
-        enum Ending: String, CaseIterable, Sendable { case close, bye, replaced, receiverStops }
+        enum Ending: String, CaseIterable, Sendable { case close, bye, replaced, idle, receiverStops }
 
         /// 3. Never a finger left down: the session ends mid-gesture (its
         ///    connection closed as a killed sender's is, a bye, a second
-        ///    session from the same sender, the receiver stopping).
+        ///    session from the same sender, the idle timeout (0.6 s here,
+        ///    before the gesture's own 1 s), the receiver stopping).
         @Test(arguments: Ending.allCases)
         func noFingerStaysDown(_ ending: Ending) throws {
             let pair = try Pair(), pad = try FrameSink(), pointer = try FrameSink()
-            let (rx, tx) = try Self.rig(pair, pad: pad, pointer: pointer)
+            let (rx, tx) = try Self.rig(pair, pad: pad, pointer: pointer,
+                                        limits: ending == .idle ? .testing(idle: 0.6) : SessionLimits())
             defer { rx.stop() }
             _ = try Self.play(tx, id: 9, kind: .swipe, fingers: 3, states: 8, x: { Int32($0) * 400 }, last: false)
             #expect(eventually { pad.drain(); return Self.values(pad, Event.evKey, Self.btnTouch) == [1] }, "fingers down")
@@ -117,6 +120,7 @@ extension RxSuite {
             case .replaced:
                 second = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: pair.senderID,
                                             receiver: pair.receiverID.publicKey, gestures: true)
+            case .idle: break   // the sender says nothing more, not even a ping
             case .receiverStops: rx.stop()
             }
             #expect(eventually(5) { pad.drain(); return Self.allLifted(pad) }, "\(ending): \(pad.events)")
