@@ -113,6 +113,18 @@ export class TouchpadRecognizer {
     this.two = null;
   }
 
+  /**
+   * Turns the gesture rules on or off now. Off ends an open gesture (its
+   * gestureEnd comes out) and lets two fingers held back for the
+   * pinch-or-scroll decision scroll: from here on two fingers scroll and
+   * three do nothing.
+   */
+  setGestures(on) {
+    if (!on) this.fingersChanged(this.nowUs);
+    this.config.gestures = on;
+    return this.drain();
+  }
+
   // --- contacts
 
   touchDown(slot, x, y, t, sampleUs = t) {
