@@ -6,7 +6,13 @@
 
 import { TouchpadRecognizer } from "./touchpad.js";
 
-/** A CSS pixel on a phone is about 1/160 inch (Android's dp; UIKit's point is 1/163). */
+/**
+ * A CSS pixel on a phone is about 1/160 inch: phone browsers make one CSS
+ * pixel one Android dp (1/160 inch) or one UIKit point (1/163 inch on most
+ * iPhones), not CSS's nominal 1/96 inch. So px * MM_PER_PX is the finger's
+ * real travel, which the touchpad rules' thresholds and a gesture's offset
+ * on the wire (micrometres, the receiver's touchpad in mm) both need.
+ */
 export const MM_PER_PX = 25.4 / 160;
 
 export const BUTTON_CODES = Object.freeze({ left: 0x110, right: 0x111, middle: 0x112 });
@@ -32,6 +38,7 @@ export class Trackpad {
     this.out = out;
     this.slots = new Map(); // pointerId -> slot
     this.held = new Set();
+    this.wantGestures = false; // the rules' gestures, from the next touch with no finger down
     this.resize({ widthPx, heightPx });
   }
 
@@ -66,6 +73,9 @@ export class Trackpad {
   }
 
   down(id, x, y, tUs) {
+    // Gestures turned on while fingers were down start with the next
+    // touch: those fingers may have been an old session's gesture.
+    if (this.slots.size === 0) this.recognizer.config.gestures = this.wantGestures;
     let slot = 0;
     const used = new Set(this.slots.values());
     while (used.has(slot)) slot++;
@@ -89,15 +99,26 @@ export class Trackpad {
   /** Timeouts due by now (a tap's release, drag lock's end). */
   tick(tUs) { this.deliver(this.recognizer.advance(tUs)); }
 
-  /** Where the rules' gestures go (gestures.js GestureFramer), and whether they are on. */
+  /**
+   * Where the rules' gestures go (gestures.js GestureFramer), and whether
+   * they are on. Off takes effect at once: an open gesture ends (its last
+   * state and end go out with the next frame). On waits for a touch with
+   * no finger down, so fingers that were down before never begin one.
+   */
   useGestures(framer, on) {
     this.gestures = framer;
-    this.recognizer.config.gestures = on;
+    this.wantGestures = on;
+    if (!on) this.deliver(this.recognizer.setGestures(false));
+    else if (this.slots.size === 0) this.recognizer.config.gestures = true;
   }
 
-  /** The page hid or the touches were cancelled: forget them, let go of every button (and end a gesture). */
+  /** The page hid: forget the touches, let go of every button (and end a gesture). */
   cancel(tUs) {
     this.recognizer.reset();
+    // The forgotten pointers' lifts never reach the rules (their slots
+    // go), so their contacts go too: kept, a contact would take the next
+    // touch of its slot for its own and leave it dead.
+    this.recognizer.contacts = [];
     this.gestures?.end();
     this.slots.clear();
     for (const code of [...this.held]) { this.held.delete(code); this.out.button(code, false, tUs); }
