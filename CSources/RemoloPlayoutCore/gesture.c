@@ -47,6 +47,21 @@ static void end_open(struct gtrack *t, uint8_t id)
 	t->ended_valid = true;
 }
 
+/* A state into a queued segment, over [start_us, start_us + dur_us). */
+static void take_state(struct gtrack_seg *s, const struct playout_pkt *pkt, uint64_t start_us, uint32_t dur_us)
+{
+	s->id = pkt->g.id;
+	s->type = pkt->g.type;
+	s->fingers = pkt->g.fingers;
+	s->flags = pkt->g.flags;
+	s->start_us = start_us;
+	s->dur_us = dur_us;
+	s->to[0] = pkt->a;
+	s->to[1] = pkt->b;
+	s->to[2] = pkt->g.scale_q16;
+	s->to[3] = pkt->g.angle_urad;
+}
+
 int gtrack_push(struct gtrack *t, uint64_t rx_us, const struct playout_pkt *pkt, uint64_t start_us,
 		uint32_t dur_us, bool *began)
 {
@@ -72,14 +87,7 @@ int gtrack_push(struct gtrack *t, uint64_t rx_us, const struct playout_pkt *pkt,
 		 * a state after the end has played, or after the receiver's own
 		 * timeout. */
 		if (last && last->id == g->id && last->type == PLAYOUT_GESTURE_END) {
-			last->type = g->type;
-			last->fingers = g->fingers;
-			last->start_us = start_us;
-			last->dur_us = dur_us;
-			last->to[0] = pkt->a;
-			last->to[1] = pkt->b;
-			last->to[2] = g->scale_q16;
-			last->to[3] = g->angle_urad;
+			take_state(last, pkt, start_us, dur_us);
 			last->flags = PLAYOUT_GESTURE_FLAG_LAST;
 			t->last_rx_us = rx_us;
 			return PLAYOUT_PUSH_ON_TIME;
@@ -115,23 +123,11 @@ int gtrack_push(struct gtrack *t, uint64_t rx_us, const struct playout_pkt *pkt,
 		return PLAYOUT_PUSH_MERGED;
 	}
 	s = &t->seg[t->tail++ & GESTQ_MASK];
-	s->id = g->id;
-	s->type = g->type;
-	s->fingers = g->fingers;
-	if (end_only) {
-		/* Ends where the gesture's last queued state does, or now. */
-		s->start_us = last && last->id == g->id ? last->start_us + last->dur_us : start_us;
-		s->dur_us = 0;
+	/* An end ends where the gesture's last queued state does, or now. */
+	take_state(s, pkt, end_only && last && last->id == g->id ? last->start_us + last->dur_us : start_us,
+		   end_only ? 0 : dur_us);
+	if (end_only)
 		s->flags = PLAYOUT_GESTURE_FLAG_LAST;
-	} else {
-		s->start_us = start_us;
-		s->dur_us = dur_us;
-		s->to[0] = pkt->a;
-		s->to[1] = pkt->b;
-		s->to[2] = g->scale_q16;
-		s->to[3] = g->angle_urad;
-		s->flags = g->flags;
-	}
 	if (s->flags & PLAYOUT_GESTURE_FLAG_LAST)
 		end_open(t, g->id);
 	return PLAYOUT_PUSH_ON_TIME;

@@ -303,23 +303,31 @@ static int parse(const uint8_t *pt, const uint8_t *ext, bool gestures, struct pl
 	}
 }
 
-int wire_set_totals(struct wire *w, const uint8_t id[WIRE_ID_LEN], int on)
+/* The live session with this id, or NULL. */
+static struct wire_session *live(struct wire *w, const uint8_t id[WIRE_ID_LEN])
 {
 	int pos = find_pos(w, id);
 
-	if (pos < 0)
+	return pos < 0 ? NULL : &w->sess[w->index[pos] - 1];
+}
+
+int wire_set_totals(struct wire *w, const uint8_t id[WIRE_ID_LEN], int on)
+{
+	struct wire_session *s = live(w, id);
+
+	if (!s)
 		return -ENOENT;
-	w->sess[w->index[pos] - 1].totals = on ? 1 : 0;
+	s->totals = on ? 1 : 0;
 	return 0;
 }
 
 int wire_set_gestures(struct wire *w, const uint8_t id[WIRE_ID_LEN], int on)
 {
-	int pos = find_pos(w, id);
+	struct wire_session *s = live(w, id);
 
-	if (pos < 0)
+	if (!s)
 		return -ENOENT;
-	w->sess[w->index[pos] - 1].gestures = on ? 1 : 0;
+	s->gestures = on ? 1 : 0;
 	return 0;
 }
 

@@ -1,6 +1,6 @@
 // Sealed pointer datagrams (docs/protocol.md, "Pointer datagrams"): 49
-// bytes each (65 in the redundant layout), sender to receiver over UDP, all
-// integers little-endian.
+// bytes each (65 in the redundant and the gesture layouts), sender to
+// receiver over UDP, all integers little-endian.
 //
 //   0  session id (8)  | 8 counter u64 (8) | 16 ciphertext (17) | 33 tag (16)
 //   plaintext: kind u8 | a i32 | b i32 | tx_us u64
@@ -49,14 +49,18 @@ export function button(code, down) {
  * scaleQ16, angleUrad}); what the receiver would refuse throws.
  */
 export function gesture({ id, type, fingers, last = false, xUm = 0, yUm = 0, scaleQ16 = 65536, angleUrad = 0 }) {
-  const t = GestureType[type];
+  const t = Object.hasOwn(GestureType, type) ? GestureType[type] : undefined;
   const L = GESTURE_LIMITS;
   const ok = Number.isInteger(id) && id >= 0 && id <= 255 && t !== undefined &&
     Number.isInteger(xUm) && Number.isInteger(yUm) && Math.abs(xUm) <= L.offsetUm && Math.abs(yUm) <= L.offsetUm &&
     (t === GestureType.swipe ? (fingers === 3 || fingers === 4) && scaleQ16 === 65536 && angleUrad === 0
       : fingers >= 2 && fingers <= 4 && Number.isInteger(scaleQ16) && scaleQ16 >= L.scaleQ16[0] && scaleQ16 <= L.scaleQ16[1] &&
-        Number.isInteger(angleUrad) && Math.abs(angleUrad) <= L.angleUrad);
-  if (!ok) throw new RangeError(`not a gesture state the receiver takes: ${JSON.stringify({ id, type, fingers, xUm, yUm, scaleQ16, angleUrad })}`);
+        Number.isInteger(angleUrad) && Math.abs(angleUrad) <= L.angleUrad) && Number.isInteger(fingers);
+  if (!ok) {
+    throw new RangeError(`not a gesture state the receiver takes: ${JSON.stringify({ id, type, fingers, xUm, yUm, scaleQ16, angleUrad })}; `
+      + `id 0..255, a swipe of 3 or 4 fingers with scale 65536 and angle 0, a pinch of 2..4 with scale ${L.scaleQ16.join("..")} `
+      + `and |angle| <= ${L.angleUrad}, |offsets| <= ${L.offsetUm} um (clamp to these, as gestures.js does)`);
+  }
   return { kind: Kind.gesture, a: xUm, b: yUm, g: { id, type: t, fingers, flags: last ? 1 : 0, scaleQ16, angleUrad } };
 }
 /** Every 100 ms while the trackpad is shown and still. */
@@ -135,9 +139,10 @@ export function sealDatagram(key, sessionId, counter, { kind, a, b, g }, txMicro
 }
 
 /**
- * Opens one datagram under a key: {sessionId, counter, kind, a, b, txMicros}
- * or null if it is not 49 bytes or its tag fails. (The receiver's other
- * checks, session and replay, are its own.)
+ * Opens one datagram under a key: {sessionId, counter, kind, a, b, txMicros},
+ * with `totals` (the redundant layout) or `g` (a gesture's block), or null
+ * if it is not 49 or 65 bytes or its tag fails. (The receiver's other
+ * checks, session, replay and fields, are its own.)
  */
 export function openDatagram(key, datagram) {
   if (!(datagram instanceof Uint8Array) || (datagram.length !== DATAGRAM_LENGTH && datagram.length !== REDUNDANT_DATAGRAM_LENGTH)) return null;

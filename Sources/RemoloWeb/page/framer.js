@@ -59,7 +59,10 @@ export class Framer {
 
   /** What was sent in this session: the receiver's totals for it must equal these. */
   resetSent() {
-    this.sent = { motionQ8: [0, 0], scrollQ8: [0, 0], buttons: [], datagrams: 0, heartbeats: 0 };
+    // gestures: states (datagrams, counted in `datagrams` too), the
+    // gestures those began, and the gesture end messages (sendFrame below).
+    this.sent = { motionQ8: [0, 0], scrollQ8: [0, 0], buttons: [], datagrams: 0, heartbeats: 0,
+      gestures: { begun: 0, states: 0, ends: 0 } };
   }
 
   /** A one-finger sample (px, y down) that took intervalUs: through the curve, into Q8. */
@@ -164,4 +167,47 @@ export class Framer {
     this.sent.datagrams += out.length;
     return out;
   }
+}
+
+/**
+ * The gesture states and ends due at frameUs (gestures.js GestureFramer)
+ * through the link (link.js sendGesture, endGesture), counted in
+ * framer.sent; returns the datagrams sent. Each end follows its last
+ * state and carries its sender time. A state sent counts as the frame's
+ * datagram for the heartbeat's 100 ms, as any datagram does.
+ */
+export function sendGestures({ framer, gestures, link, frameUs, periodUs = 0 }) {
+  const g = gestures.frame(frameUs, periodUs);
+  const sent = framer.sent.gestures;
+  let n = 0;
+  for (const s of g.states) {
+    if (!link.sendGesture(s, frameUs)) continue;
+    n++;
+    sent.states++;
+    if (s.first) sent.begun++;
+    framer.sent.datagrams++;
+    framer.lastSentUs = frameUs;
+  }
+  for (const e of g.ends) if (link.endGesture(e.id, e.tUs)) sent.ends++;
+  return n;
+}
+
+/**
+ * One animation frame out through the link: gesture states first, then
+ * the framer's datagrams. While a gesture is open its states are the
+ * heartbeat (gestures.js renews them at least every 100 ms), so the
+ * framer sends none beside them. A button the link sent as a button
+ * message (on the data channel's sessions) is no datagram, and one the
+ * link did not send (it had ended) is taken back out of what was sent.
+ * Returns how many datagrams and messages went to the link.
+ */
+export function sendFrame({ framer, gestures, link, frameUs, visible = true, periodUs = 0 }) {
+  let n = sendGestures({ framer, gestures, link, frameUs, periodUs });
+  for (const d of framer.frame(frameUs, visible && !gestures.isOpen, periodUs)) {
+    const how = link.send(d, frameUs);
+    if (how === "message") { framer.sent.datagrams--; framer.sent.buttonMessages = (framer.sent.buttonMessages ?? 0) + 1; }
+    else if (how !== "datagram") framer.unsent(d);
+    n++;
+  }
+  return n;
 }

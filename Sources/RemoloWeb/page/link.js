@@ -2,17 +2,16 @@
 // (/ws). The receiver's bridge relays each binary message unchanged: tag
 // 0x00 carries control-channel bytes (the handshake, then sealed control
 // frames) to its TCP port, tag 0x01 exactly one sealed datagram (49 bytes,
-// 65 with redundancy) to its UDP port. So the handshake, key confirmation,
-// caps and timeouts are the native sender's, and the datagrams go through
-// the same opener. Where the receiver grants the data channel, datagrams
+// 65 with redundancy and for a gesture state) to its UDP port. So the
+// handshake, key confirmation, caps and timeouts are the native sender's,
+// and the datagrams go through the same opener. Where the receiver grants the data channel, datagrams
 // ride it instead while it works (datapath.js).
 import { SenderHandshake, HandshakeMessageReader, HandshakeError } from "./handshake.js";
 import { SenderSession } from "./session.js";
-import { DatagramSealer } from "./datagram.js";
+import { DatagramSealer, Kind, gesture } from "./datagram.js";
 import { pairingPsk } from "./pairing.js";
 import { Feature, KeyboardStatus, ByeReason, splitText } from "./control.js";
 import { DataPath } from "./datapath.js";
-import { Kind, gesture } from "./datagram.js";
 
 export const TAG_STREAM = 0x00;
 export const TAG_DATAGRAM = 0x01;
@@ -131,6 +130,16 @@ class Socket {
   close() { try { this.ws.close(1000); } catch { /* already closed */ } }
 }
 
+/**
+ * The features the page's hello asks for (control.js Feature): the
+ * keyboard always; with a data channel its datagrams can be lost, so
+ * redundancy too (every datagram carries the running totals); gestures
+ * when the page's setting asks (docs/protocol.md, "Gestures (feature bit 3)").
+ */
+export function helloFeatures({ dataChannel = false, gestures = false } = {}) {
+  return Feature.keyboard | (dataChannel ? Feature.redundancy | Feature.dataChannel : 0) | (gestures ? Feature.gestures : 0);
+}
+
 /** What a receiver that answered hello with bye 2 is taken for (the protocol's words). */
 export const BASE_ONLY_MESSAGE = "the receiver does not take keys (older version); pointer only";
 
@@ -180,14 +189,9 @@ export async function connect({ url, identity, receiverPublicKey, codeBytes, hel
     let keyboard = { spoken: false, granted: false, status: null };
     let granted = 0;
     if (hello) {
-      // Frame 1: what the page would use; nothing keyboard goes out before
+      // Frame 1: what the page would use; nothing it adds goes out before
       // the receiver's hello says what it grants.
-      // With a data channel the page's datagrams can be lost, so it asks
-      // for redundancy too (every datagram carries the running totals).
-      // Gestures when the page's setting asks (docs/protocol.md, "Gestures").
-      const features = Feature.keyboard | (dataChannel ? Feature.redundancy | Feature.dataChannel : 0) |
-        (gestures ? Feature.gestures : 0);
-      sock.write(session.seal({ type: "hello", features, keyboardStatus: 0 }));
+      sock.write(session.seal({ type: "hello", features: helloFeatures({ dataChannel, gestures }), keyboardStatus: 0 }));
       let reply = -1;
       while ((reply = early.findIndex((m) => m.type === "hello" || m.type === "bye")) < 0) early.push(...session.feed(await sock.read()));
       const [m] = early.splice(reply, 1);
@@ -316,9 +320,9 @@ export class Link {
   }
 
   /**
-   * A gesture state (gestures.js) as a datagram, on the same path and
-   * counter as the others; false where gestures were not granted or the
-   * link has ended.
+   * A gesture state (gestures.js) as a datagram stamped with the page's
+   * clock (us), on the same path and counter as the others; false where
+   * gestures were not granted or the link has ended.
    */
   sendGesture(s, txMicros) {
     if (this.ended || !this.gesturesGranted) return false;
@@ -327,7 +331,11 @@ export class Link {
     return true;
   }
 
-  /** The end of gesture `id` on the session (reliable: its last state's datagram may be lost). */
+  /**
+   * The end of gesture `id` on the session (reliable: its last state's
+   * datagram may be lost), with that state's sender time (us, sent in ns);
+   * false where gestures were not granted or the link has ended.
+   */
   endGesture(id, txMicros) {
     if (this.ended || !this.gesturesGranted) return false;
     this.sock.write(this.session.seal({ type: "gestureEnd", id, senderTimeNs: BigInt(Math.max(0, Math.round(txMicros))) * 1000n }));
