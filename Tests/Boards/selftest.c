@@ -74,8 +74,9 @@ _Static_assert(offsetof(struct rx_stats_pub, s) % 8 == 0, "published stats: alig
 _Static_assert(offsetof(struct rx_cmdq, head) % 4 == 0 && offsetof(struct rx_cmdq, tail) % 4 == 0,
 	       "command ring indices: aligned u32");
 _Static_assert(__atomic_always_lock_free(sizeof(uint64_t), 0), "u64 atomics without locks");
-_Static_assert(sizeof(struct playout_pkt) == 40,
-	       "playout_pkt: u64 + 2 i32 + u16 + 2 u8 + u32 + 4 i32 (lost motion), no padding on any ABI");
+_Static_assert(sizeof(struct playout_pkt) == 56 && offsetof(struct playout_pkt, g) == 40,
+	       "playout_pkt: u64 + 2 i32 + u16 + 2 u8 + u32 + 4 i32 (lost motion), then the gesture's 2 i32 + "
+	       "4 u8, padded to the u64's 8: the same layout on every ABI");
 _Static_assert(sizeof(struct rx_stats) % 8 == 0, "stats: whole u64 words");
 /* Datagram offsets as docs/protocol.md's table has them. */
 _Static_assert(WIRE_OFF_ID == 0 && WIRE_OFF_COUNTER == 8 && WIRE_OFF_CT == 16 && WIRE_OFF_TAG == 33 &&
@@ -921,6 +922,53 @@ static const struct hostile_case hostile[] = {
 	{ s_int64_both, 300, false }, { s_int64_both, 300, true },
 };
 
+/* A gesture's states sealed, opened on a session granted gestures,
+ * played: fingers down, the last offset shown, then lifted. */
+static void t_gesture(const void *arg)
+{
+	uint8_t key[WIRE_KEY_LEN], d[WIRE_TOTALS_DATAGRAM_LEN];
+	struct playout_out o;
+	struct wire_rx rx;
+	int32_t last_x = -1;
+	uint64_t t;
+	bool down = false, lifted = false;
+
+	if (!wire_fresh())
+		return;
+	key_a(key);
+	CHECK(wire_set_gestures(&wire_tbl, id_a, 1) == 0);
+	CHECK(playout_init(&po, NULL) == 0);
+	for (int i = 1; i <= 10; i++) {
+		struct playout_pkt pkt;
+
+		memset(&pkt, 0, sizeof(pkt));
+		pkt.kind = PLAYOUT_KIND_GESTURE;
+		pkt.tx_us = 1000000 + (uint64_t)i * 8333;
+		pkt.a = i * 1000;
+		pkt.g.id = 4;
+		pkt.g.type = PLAYOUT_GESTURE_SWIPE;
+		pkt.g.fingers = 3;
+		pkt.g.scale_q16 = REMOLO_GESTURE_SCALE_ONE;
+		pkt.g.flags = i == 10 ? PLAYOUT_GESTURE_FLAG_LAST : 0;
+		CHECK(wire_seal_gesture(key, id_a, (uint64_t)i, &pkt, d, sizeof(d)) == (int)WIRE_TOTALS_DATAGRAM_LEN);
+		CHECK(wire_open(&wire_tbl, d, sizeof(d), &rx) == 0, "gesture %d not opened", i);
+		CHECK(rx.pkt.kind == PLAYOUT_KIND_GESTURE && rx.pkt.a == i * 1000 && rx.pkt.g.fingers == 3);
+		CHECK(playout_push(&po, 5000000 + (uint64_t)i * 8333, &rx.pkt) != PLAYOUT_PUSH_REJECTED);
+	}
+	for (t = 5000000; t < 5300000; t += 2083) {
+		playout_tick(&po, t, &o);
+		if (o.touch.fingers) {
+			down = true;
+			CHECK(o.touch.fingers == 3 && o.touch.x_um >= last_x, "x %d after %d", o.touch.x_um, last_x);
+			last_x = o.touch.x_um;
+		} else if (down) {
+			lifted = true;
+		}
+	}
+	CHECK(down && lifted && last_x == 10000, "down %d lifted %d last x %d", down, lifted, last_x);
+	wire_deinit(&wire_tbl);
+}
+
 struct tcase {
 	int no;
 	const char *name;
@@ -985,6 +1033,7 @@ static const struct tcase cases[] = {
 	{ 506, "keyboard frame: a key's two changes in one tick", t_encode_keys, NULL },
 	{ 601, "key queue: a text in order, a tick per change of a key", t_keys_text, NULL },
 	{ 602, "key queue: full, presses refused, releases kept, flush releases all", t_keys_overflow_flush, NULL },
+	{ 701, "gesture: sealed, opened where granted, played and lifted", t_gesture, NULL },
 };
 
 int main(int argc, char **argv)

@@ -48,7 +48,8 @@ test("a datagram the link did not send is taken back out of what was sent, whate
   const out = f.frame(0);
   const before = structuredClone(f.sent);
   for (const d of out) f.unsent(d);
-  assert.deepEqual(f.sent, { motionQ8: [0, 0], scrollQ8: [0, 0], buttons: [], datagrams: 0, heartbeats: 0 });
+  assert.deepEqual(f.sent, { motionQ8: [0, 0], scrollQ8: [0, 0], buttons: [], datagrams: 0, heartbeats: 0,
+    gestures: { begun: 0, states: 0, ends: 0 } });
   assert.equal(before.datagrams, 3);
   const hb = f.frame(HEARTBEAT_US);
   assert.deepEqual(hb, [{ kind: 4, a: 0, b: 0 }]);

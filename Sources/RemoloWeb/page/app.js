@@ -4,7 +4,7 @@
 // never leaves the browser, RFC 3986 section 3.5), then reconnects by
 // itself with the stored keys.
 import { Trackpad, samplesOf } from "./trackpad.js";
-import { Framer, FrameClock, defaultSettings } from "./framer.js";
+import { Framer, FrameClock, defaultSettings, sendFrame, sendGestures } from "./framer.js";
 import { GestureFramer } from "./gestures.js";
 import { connect, LinkClosed, BASE_ONLY_MESSAGE, probeOrigin } from "./link.js";
 import { appleMobile, diagnostics, fullScreenTip, wakeLockTip } from "./capabilities.js";
@@ -18,9 +18,11 @@ const wsURL = `wss://${location.host}/ws`;
 const settings = store.loadSettings(defaultSettings);
 const framer = new Framer(settings);
 // Swipes and pinches as gesture states (gestures.js), where the receiver
-// granted them and the setting is on (docs/gestures.md).
+// granted them and the setting is on (docs/gestures.md); elsewhere three
+// fingers do nothing and two always scroll.
 const gestures = new GestureFramer();
 const gesturesWanted = () => settings.gestures !== false;
+const gesturesOn = () => !!link?.gesturesGranted && gesturesWanted();
 const pad = $("pad");
 let link = null;
 let state = "starting";
@@ -119,13 +121,14 @@ $("natural").onchange = () => { settings.naturalScrolling = framer.settings.natu
 // takes effect at the next session.
 $("datachannel").checked = settings.dataChannel !== false;
 $("datachannel").onchange = () => { settings.dataChannel = $("datachannel").checked; store.saveSettings(settings); };
-// Gestures: on unless turned off here; asked for at the next session, and
-// off at once (three fingers then do nothing, two always scroll).
+// Gestures: on unless turned off here. Off at once (an open gesture ends
+// with the next frame); back on at once where this session was granted
+// them, else asked for at the next session.
 $("gestures").checked = gesturesWanted();
 $("gestures").onchange = () => {
   settings.gestures = $("gestures").checked;
   store.saveSettings(settings);
-  if (!settings.gestures) trackpad.useGestures(gestures, false);
+  trackpad.useGestures(gestures, gesturesOn());
 };
 $("gear").onclick = () => { const s = $("settings"); s.hidden = !s.hidden; $("gear").setAttribute("aria-expanded", String(!s.hidden)); showDiagnostics(); };
 
@@ -251,27 +254,22 @@ window.visualViewport?.addEventListener("scroll", fitViewport);
 fitViewport();
 
 // --- one datagram per animation frame, stamped with the frame's time
+// (framer.js sendFrame: gesture states, then the framer's datagrams)
 function deliver(frameUs, visible) {
   trackpad.tick(frameUs);
   if (!link) { framer.discard(); gestures.discard(); return; }
-  for (const d of framer.frame(frameUs, visible, clock.periodUs)) {
-    // A button the link sent as a button message (on the data channel's
-    // sessions) is no datagram: what was sent says so, for the totals.
-    const how = link.send(d, frameUs);
-    if (how === "message") { framer.sent.datagrams--; framer.sent.buttonMessages = (framer.sent.buttonMessages ?? 0) + 1; }
-    else if (how !== "datagram") framer.unsent(d);   // the link had ended: nothing left the page
-    sentThisSecond++;
-  }
-  // A gesture state renews the radio as a heartbeat does; each end follows
-  // its last state, on the session.
-  const g = gestures.frame(frameUs);
-  for (const s of g.states) {
-    if (!link.sendGesture(s, frameUs)) continue;
-    framer.sent.datagrams++;
-    framer.sent.gestureStates = (framer.sent.gestureStates ?? 0) + 1;
-    framer.lastSentUs = frameUs;
-  }
-  for (const e of g.ends) if (link.endGesture(e.id, e.tUs)) framer.sent.gestureEnds = (framer.sent.gestureEnds ?? 0) + 1;
+  sentThisSecond += sendFrame({ framer, gestures, link, frameUs, visible, periodUs: clock.periodUs });
+}
+
+/**
+ * Gestures off until a session grants them again: an open gesture ends
+ * now, its last state and end sent while the link lasts (before a bye),
+ * and nothing of it is left for the next session.
+ */
+function stopGestures(tUs) {
+  trackpad.useGestures(gestures, false);
+  if (link) sendGestures({ framer, gestures, link, frameUs: tUs });
+  gestures.discard();
 }
 const clock = new FrameClock();
 function frame(ts) {
@@ -295,6 +293,7 @@ document.addEventListener("visibilitychange", () => {
 });
 addEventListener("pagehide", () => {
   keys.releaseAll(performance.now());
+  stopGestures(micros(performance.now()));
   link?.close();
   // What this page sent, for whoever looks after a reload (the browser test).
   try {
@@ -381,8 +380,7 @@ async function start() {
         if (link !== l) return;
         link = null;
         // The receiver lifted this session's fingers; the next session asks again.
-        trackpad.useGestures(gestures, false);
-        gestures.discard();
+        stopGestures(micros(performance.now()));
         // The receiver released every key of the session.
         keys.forget();
         row.forget();
@@ -402,7 +400,7 @@ async function start() {
     framer.discard();
     framer.resetSent();
     gestures.discard();
-    trackpad.useGestures(gestures, l.gesturesGranted && gesturesWanted());
+    trackpad.useGestures(gestures, gesturesOn());
     keys.forget();
     typed = [];
     showKeyboardButton();
@@ -459,6 +457,7 @@ function codeFromFragment() {
 // pair again, replacing the session.
 addEventListener("hashchange", () => {
   if (!codeFromFragment()) return;
+  stopGestures(micros(performance.now()));
   const old = link;
   link = null;
   old?.close();
