@@ -74,6 +74,33 @@ extension VMSuite {
                   + "(\(30 * u) sent) in \(g[0].updates) updates")
         }
 
+        /// A pinch sent over the wire (two fingers, scale 1 to 2 in 45
+        /// states) is one libinput pinch of two fingers whose last scale is
+        /// within what libinput's own decision leaves of the sent one
+        /// (TouchpadGestures.pinch says why: 36 mm over 21..26 mm).
+        @Test(.timeLimit(.minutes(2)))
+        func pinchOverTheWireIsALibinputPinch() throws {
+            let (rx, tx, node, _) = try Self.rig()
+            defer { tx.close(); rx.stop() }
+            let watch = try LibinputWatch(node)
+            var t: UInt64 = 0
+            for i in 1...45 {
+                t = senderClockUs()
+                try tx.send(gesture: GestureDatagram(id: 2, kind: .pinch, fingers: 2, isLast: i == 45, xUm: 0, yUm: 0,
+                                                     scaleQ16: 65_536 + Int32(i) * 65_536 / 45, angleUrad: 0), at: t)
+                usleep(8_000)
+            }
+            try tx.endGesture(2, at: t)
+            _ = watch.out.wait(seconds: 10) { SeenGesture.parse($0).contains { $0.ended } }
+            let lines = watch.end()
+            let all = lines.joined(separator: "\n")
+            let p = SeenGesture.parse(lines).filter { $0.kind == "PINCH" }
+            try #require(p.count == 1, "one pinch, not \(p.count):\n\(all)")
+            #expect(p[0].fingers == 2 && p[0].ended && !p[0].cancelled, "\(p[0])\n\(all)")
+            #expect(p[0].scale >= 36.0 / 26 - 0.01 && p[0].scale <= 36.0 / 21 + 0.01, "last scale \(p[0].scale)\n\(all)")
+            print("gesture wire: pinch to scale 2 over the wire: libinput's last scale \(p[0].scale) in \(p[0].updates) updates")
+        }
+
         /// The uinput node of the device with exactly this name, if any.
         static func node(named name: String) -> String? {
             let dir = (try? FileManager.default.contentsOfDirectory(atPath: "/dev/input")) ?? []
@@ -117,6 +144,36 @@ extension VMSuite {
             // The pointer did not move: the fingers went to the touchpad.
             #expect(rig.pointer.read(count: 1, timeoutMs: 50, settleMs: 0).filter { $0.type == UInt16(EV_REL) }.isEmpty)
             print("gesture wire: remolo send --device, 3 fingers 30 mm right: libinput summed dx \(g[0].dx) in \(g[0].updates) updates")
+        }
+
+        /// The Linux path for a pinch: two fingers spreading on a virtual
+        /// clickpad, through `remolo send --device` and `remolo receive`, are
+        /// one libinput pinch of two fingers that grows.
+        @Test(.timeLimit(.minutes(3)))
+        func linuxSendersTouchpadPinchIsALibinputPinch() throws {
+            let rig = try DeviceRig("gesture-pinch")
+            defer { rig.stop() }
+            let pad = try Pad.make(name: "Test gesture pad")
+            let tx = try rig.send(["--device", pad.node, "--grab"])
+            var node: String?
+            _ = eventually(10) { node = Self.node(named: TouchpadDevice.defaultName); return node != nil }
+            let touchpad = try #require(node, "the receiver made no touchpad: \(rig.rx.output)\n\(tx.output)")
+            let watch = try LibinputWatch(touchpad)
+            // Two fingers 20 mm apart spreading 0.25 mm a report each way, to 50 mm.
+            var steps: [PadStep] = []
+            for k in 0...60 {
+                steps.append(PadStep(fingers: [0: (Int32(1600 - 10 * k), 1200), 1: (Int32(2400 + 10 * k), 1200)]))
+            }
+            steps.append(PadStep(fingers: [:]))
+            rig.play(steps, on: pad, thenInterrupt: tx)
+            _ = watch.out.wait(seconds: 10) { SeenGesture.parse($0).contains { $0.ended } }
+            let lines = watch.end()
+            let all = lines.joined(separator: "\n")
+            let p = SeenGesture.parse(lines).filter { $0.kind == "PINCH" }
+            try #require(p.count == 1, "one pinch, not \(p.count):\n\(all)\n\(tx.output)")
+            #expect(p[0].fingers == 2 && p[0].ended && !p[0].cancelled, "\(p[0])\n\(all)")
+            #expect(p[0].scale > 1.5, "it grew: last scale \(p[0].scale)")
+            print("gesture wire: remolo send --device, a pinch 20 -> 50 mm: libinput's last scale \(p[0].scale)")
         }
 
         enum Ending: String, CaseIterable, Sendable { case killed, bye, replaced }
