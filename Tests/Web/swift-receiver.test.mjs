@@ -1,7 +1,8 @@
 // The page's protocol code against the real Swift receiver on loopback:
 // pair with `remolo receive --pair` over TCP, open an IK session, confirm
-// the keys, send control frames and UDP datagrams, and read the
-// receiver's --stats-json counters and session log.
+// the keys, send control frames and UDP datagrams (a gesture's states and
+// end included), and read the receiver's --stats-json counters and
+// session log.
 //
 // Needs the remolo binary: `swift build --product remolo` (or set
 // REMOLO_BIN). Skipped, saying so, when it is not there.
@@ -16,7 +17,9 @@ import net from "node:net";
 import dgram from "node:dgram";
 import { SenderHandshake, HandshakeMessageReader } from "../../Sources/RemoloWeb/page/handshake.js";
 import { SenderSession } from "../../Sources/RemoloWeb/page/session.js";
-import { DatagramSealer, sealDatagram, motion, heartbeat } from "../../Sources/RemoloWeb/page/datagram.js";
+import { DatagramSealer, sealDatagram, motion, heartbeat, gesture } from "../../Sources/RemoloWeb/page/datagram.js";
+import { GestureFramer } from "../../Sources/RemoloWeb/page/gestures.js";
+import { helloFeatures } from "../../Sources/RemoloWeb/page/link.js";
 import { decodePairingCode, pairingPsk, fingerprint } from "../../Sources/RemoloWeb/page/pairing.js";
 import { generateKeyPair } from "../../Sources/RemoloWeb/page/x25519.js";
 import { toHex } from "../../Sources/RemoloWeb/page/bytes.js";
@@ -235,6 +238,80 @@ test("says hello to the Swift receiver, types, and reads its refusal", { skip: s
   } finally {
     if (rx.child.exitCode === null) rx.child.kill("SIGINT");
     await rx.exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// A binary built before the receiver took gestures has no --touchpad-sink.
+const skipGestures = skip || (spawnSync(bin, ["receive", "--help"], { encoding: "utf8" }).stdout.includes("--touchpad-sink")
+  ? false : `${bin} takes no gestures (no --touchpad-sink): rebuild it with the receiver's gestures`);
+
+test("asks the Swift receiver for gestures, sends a swipe as the page does, and ends it", { skip: skipGestures, timeout: 60000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "remolo-web-"));
+  const hello = async (extra) => {
+    const rx = startReceiver(join(dir, `config${extra.length}`), join(dir, `frames${extra.length}`), extra);
+    const [, , port] = await rx.waitFor(/^receiver (\S+) listening on 127\.0\.0\.1:(\d+)/);
+    const [, code] = await rx.waitFor(/^pairing code: (\S+)/);
+    const conn = await connect(Number(port));
+    const pairing = SenderHandshake.pairing({ identity: await generateKeyPair(), psk: pairingPsk(decodePairingCode(code)) });
+    const { session } = await openSession(conn, pairing);
+    conn.write(session.seal({ type: "hello", features: helloFeatures({ gestures: true }), keyboardStatus: 0 }));
+    let got = [];
+    while (got.length === 0) got = session.feed(await conn.read());
+    assert.equal(got[0].type, "hello");
+    return { rx, conn, session, port: Number(port), granted: got[0].features, keys: pairing.result };
+  };
+  const stop = async (rx) => {
+    if (rx.child.exitCode === null) rx.child.kill("SIGINT");
+    await rx.exited;
+    return JSON.parse(rx.lines.filter((l) => l.startsWith("{")).at(-1));
+  };
+  const started = [];
+  try {
+    // 1. --no-gestures: bit 3 not granted.
+    const off = await hello(["--no-gestures"]);
+    started.push(off.rx);
+    assert.equal(off.granted & 8, 0, "--no-gestures grants no gestures");
+    off.conn.socket.end();
+    await stop(off.rx);
+
+    // 2. Granted: 30 states 8 ms apart (3 fingers, 1 mm right each), the last flagged, then the end.
+    const on = await hello(["--touchpad-sink", join(dir, "touches")]);
+    started.push(on.rx);
+    assert.equal(on.granted & 8, 8, "the receiver grants gestures where it can make its touchpad");
+    const udp = dgram.createSocket("udp4");
+    const sealer = new DatagramSealer(on.keys.datagramKey, on.keys.sessionId);
+    const g = new GestureFramer();
+    g.begin("swipe", 3);
+    let sent = 0;
+    for (let i = 1; i <= 30; i++) {
+      g.update(1, 0, 1, 0);
+      if (i === 30) g.end();
+      const t = Number(nowMicros());
+      const f = g.frame(t);
+      for (const s of f.states) {
+        await new Promise((r) => udp.send(sealer.seal(gesture(s), BigInt(t)), on.port, "127.0.0.1", r));
+        sent++;
+      }
+      for (const e of f.ends) on.conn.write(on.session.seal({ type: "gestureEnd", id: e.id, senderTimeNs: BigInt(e.tUs) * 1000n }));
+      await sleep(8);
+    }
+    assert.equal(sent, 30, "one state a frame, the last flagged");
+    on.conn.write(on.session.seal({ type: "ping", token: 7n }));
+    let back = [];
+    while (back.length < 2) back = back.concat(on.session.feed(await on.conn.read()));
+    assert.deepEqual(back, [{ type: "pong", token: 7n }, { type: "receipt", opened: 30n }], "every state opened, the end taken");
+    await sleep(400);
+    on.conn.write(on.session.seal({ type: "bye", reason: 0 }));
+    on.conn.socket.end();
+    udp.close();
+    const stats = await stop(on.rx);
+    assert.deepEqual(stats.drops, { short: 0, long: 0, unknown_session: 0, replay: 0, bad_tag: 0, bad_kind: 0, bad_field: 0 });
+    const gs = stats.gestures;
+    assert.ok(gs.touchpad === true && gs.begun === 1 && gs.refused === 0 && gs.timeouts === 0 && gs.frames > 0,
+      `one gesture played onto the touchpad, none refused or timed out: ${JSON.stringify(gs)}`);
+  } finally {
+    for (const rx of started) if (rx.child.exitCode === null) { rx.child.kill("SIGINT"); await rx.exited; }
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -115,12 +115,16 @@ export class TouchpadRecognizer {
 
   /**
    * Turns the gesture rules on or off now. Off ends an open gesture (its
-   * gestureEnd comes out) and lets two fingers held back for the
+   * gestureEnd comes out), drops one still held back for a tap (it never
+   * began where anyone saw it) and lets two fingers held back for the
    * pinch-or-scroll decision scroll: from here on two fingers scroll and
    * three do nothing.
    */
   setGestures(on) {
-    if (!on) this.fingersChanged(this.nowUs);
+    if (!on) {
+      this.fingersChanged(this.nowUs);
+      this.held = this.held.filter((e) => !e.type.startsWith("gesture"));
+    }
     this.config.gestures = on;
     return this.drain();
   }
