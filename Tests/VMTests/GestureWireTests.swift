@@ -176,6 +176,40 @@ extension VMSuite {
             print("gesture wire: remolo send --device, a pinch 20 -> 50 mm: libinput's last scale \(p[0].scale)")
         }
 
+        /// `remolo send --device` killed (SIGKILL) with three fingers down
+        /// mid-swipe: the receiver's touchpad has no touch down in the
+        /// kernel once the session has ended.
+        @Test(.timeLimit(.minutes(3)))
+        func killedLinuxSenderLeavesNoTouchDown() throws {
+            let rig = try DeviceRig("gesture-kill")
+            defer { rig.stop() }
+            let pad = try Pad.make(name: "Test gesture pad")
+            let tx = try rig.send(["--device", pad.node, "--grab"])
+            var node: String?
+            _ = eventually(10) { node = Self.node(named: TouchpadDevice.defaultName); return node != nil }
+            let touchpad = try #require(node, "the receiver made no touchpad: \(rig.rx.output)\n\(tx.output)")
+            let r = try EvdevReader(touchpad)
+            var steps: [PadStep] = []
+            for k in 0...30 {
+                let x = Int32(1000 + 20 * k)
+                steps.append(PadStep(fingers: [0: (x, 1200), 1: (x + 600, 1200), 2: (x + 1200, 1200)]))
+            }
+            PadWriter(pad).play(steps)   // no lift: the fingers stay down
+            _ = r.read(count: 1, timeoutMs: 2000)
+            #expect(eventually(3) { _ = r.read(count: 1, timeoutMs: 50, settleMs: 0)
+                return libevdev_get_event_value(r.dev, UInt32(EV_KEY), UInt32(BTN_TOUCH)) == 1 }, "fingers down mid-swipe")
+            tx.signal(SIGKILL)
+            _ = tx.wait()
+            // The session ends when the kernel closes the killed sender's
+            // connection; its fingers lift in the session's last frame.
+            #expect(eventually(5) {
+                guard let fresh = try? EvdevReader(touchpad) else { return false }
+                return libevdev_get_event_value(fresh.dev, UInt32(EV_KEY), UInt32(BTN_TOUCH)) == 0
+                    && (0..<REMOLO_TPDEV_SLOTS).allSatisfy {
+                        libevdev_get_slot_value(fresh.dev, UInt32($0), UInt32(ABS_MT_TRACKING_ID)) == -1 }
+            }, "a touch still down after the sender was killed: \(rig.rx.output)")
+        }
+
         enum Ending: String, CaseIterable, Sendable { case killed, bye, replaced }
 
         /// A session that ends mid-gesture leaves no touch down in the
