@@ -111,39 +111,55 @@ extension VMSuite {
             return nil
         }
 
+        /// `remolo receive` and `remolo send --device --grab` on a new virtual
+        /// clickpad, and the receiver's touchpad, made when it granted the
+        /// sender's gestures.
+        static func deviceRig(_ label: String) throws -> (DeviceRig, VirtualDevice, CLIProcess, String) {
+            let rig = try DeviceRig(label)
+            do {
+                let pad = try Pad.make(name: "Test gesture pad")
+                let tx = try rig.send(["--device", pad.node, "--grab"])
+                var node: String?
+                _ = eventually(10) { node = Self.node(named: TouchpadDevice.defaultName); return node != nil }
+                let touchpad = try #require(node, "the receiver made no touchpad: \(rig.rx.output)\n\(tx.output)")
+                return (rig, pad, tx, touchpad)
+            } catch { rig.stop(); throw error }
+        }
+
+        /// Three fingers 15 mm apart, `reports` reports 0.5 mm right each.
+        static func threeFingers(_ reports: Int) -> [PadStep] {
+            (0...reports).map { k in
+                let x = Int32(1000 + 20 * k)
+                return PadStep(fingers: [0: (x, 1200), 1: (x + 600, 1200), 2: (x + 1200, 1200)])
+            }
+        }
+
+        /// libinput's one gesture of `kind` on the watched device once one ends.
+        static func onlyGesture(_ kind: String, _ watch: LibinputWatch, _ context: String) throws -> SeenGesture {
+            _ = watch.out.wait(seconds: 10) { SeenGesture.parse($0).contains { $0.ended } }
+            let lines = watch.end()
+            let all = lines.joined(separator: "\n")
+            let g = SeenGesture.parse(lines).filter { $0.kind == kind }
+            try #require(g.count == 1, "one \(kind), not \(g.count):\n\(all)\n\(context)")
+            #expect(g[0].ended && !g[0].cancelled, "\(g[0])\n\(all)")
+            return g[0]
+        }
+
         /// The whole Linux path: a virtual clickpad's three fingers read by
         /// `remolo send --device` (its touchpad rules, gestures granted), over
         /// the wire to `remolo receive`, out of its touchpad as libinput's
         /// three-finger swipe.
         @Test(.timeLimit(.minutes(3)))
         func linuxSendersTouchpadSwipeIsALibinputSwipe() throws {
-            let rig = try DeviceRig("gesture-pad")
+            let (rig, pad, tx, touchpad) = try Self.deviceRig("gesture-pad")
             defer { rig.stop() }
-            let pad = try Pad.make(name: "Test gesture pad")
-            let tx = try rig.send(["--device", pad.node, "--grab"])
-            // The receiver makes its touchpad when it grants the gestures.
-            var node: String?
-            _ = eventually(10) { node = Self.node(named: TouchpadDevice.defaultName); return node != nil }
-            let touchpad = try #require(node, "the receiver made no touchpad: \(rig.rx.output)\n\(tx.output)")
             let watch = try LibinputWatch(touchpad)
-            // Three fingers 15 mm apart, then 60 reports 0.5 mm right each, then lifted.
-            var steps: [PadStep] = []
-            for k in 0...60 {
-                let x = Int32(1000 + 20 * k)
-                steps.append(PadStep(fingers: [0: (x, 1200), 1: (x + 600, 1200), 2: (x + 1200, 1200)]))
-            }
-            steps.append(PadStep(fingers: [:]))
-            rig.play(steps, on: pad, thenInterrupt: tx)
-            _ = watch.out.wait(seconds: 10) { SeenGesture.parse($0).contains { $0.ended } }
-            let lines = watch.end()
-            let all = lines.joined(separator: "\n")
-            let g = SeenGesture.parse(lines).filter { $0.kind == "SWIPE" }
-            try #require(g.count == 1, "one swipe, not \(g.count):\n\(all)\n\(tx.output)")
-            #expect(g[0].fingers == 3 && g[0].ended && !g[0].cancelled, "\(g[0])\n\(all)")
-            #expect(g[0].dx > 0, "to the right: \(g[0].dx)")
+            rig.play(Self.threeFingers(60) + [PadStep(fingers: [:])], on: pad, thenInterrupt: tx)
+            let g = try Self.onlyGesture("SWIPE", watch, tx.output)
+            #expect(g.fingers == 3 && g.dx > 0, "three fingers, to the right: \(g)")
             // The pointer did not move: the fingers went to the touchpad.
             #expect(rig.pointer.read(count: 1, timeoutMs: 50, settleMs: 0).filter { $0.type == UInt16(EV_REL) }.isEmpty)
-            print("gesture wire: remolo send --device, 3 fingers 30 mm right: libinput summed dx \(g[0].dx) in \(g[0].updates) updates")
+            print("gesture wire: remolo send --device, 3 fingers 30 mm right: libinput summed dx \(g.dx) in \(g.updates) updates")
         }
 
         /// The Linux path for a pinch: two fingers spreading on a virtual
@@ -151,13 +167,8 @@ extension VMSuite {
         /// one libinput pinch of two fingers that grows.
         @Test(.timeLimit(.minutes(3)))
         func linuxSendersTouchpadPinchIsALibinputPinch() throws {
-            let rig = try DeviceRig("gesture-pinch")
+            let (rig, pad, tx, touchpad) = try Self.deviceRig("gesture-pinch")
             defer { rig.stop() }
-            let pad = try Pad.make(name: "Test gesture pad")
-            let tx = try rig.send(["--device", pad.node, "--grab"])
-            var node: String?
-            _ = eventually(10) { node = Self.node(named: TouchpadDevice.defaultName); return node != nil }
-            let touchpad = try #require(node, "the receiver made no touchpad: \(rig.rx.output)\n\(tx.output)")
             let watch = try LibinputWatch(touchpad)
             // Two fingers 20 mm apart spreading 0.25 mm a report each way, to 50 mm.
             var steps: [PadStep] = []
@@ -166,14 +177,9 @@ extension VMSuite {
             }
             steps.append(PadStep(fingers: [:]))
             rig.play(steps, on: pad, thenInterrupt: tx)
-            _ = watch.out.wait(seconds: 10) { SeenGesture.parse($0).contains { $0.ended } }
-            let lines = watch.end()
-            let all = lines.joined(separator: "\n")
-            let p = SeenGesture.parse(lines).filter { $0.kind == "PINCH" }
-            try #require(p.count == 1, "one pinch, not \(p.count):\n\(all)\n\(tx.output)")
-            #expect(p[0].fingers == 2 && p[0].ended && !p[0].cancelled, "\(p[0])\n\(all)")
-            #expect(p[0].scale > 1.5, "it grew: last scale \(p[0].scale)")
-            print("gesture wire: remolo send --device, a pinch 20 -> 50 mm: libinput's last scale \(p[0].scale)")
+            let p = try Self.onlyGesture("PINCH", watch, tx.output)
+            #expect(p.fingers == 2 && p.scale > 1.5, "two fingers, and it grew: \(p)")
+            print("gesture wire: remolo send --device, a pinch 20 -> 50 mm: libinput's last scale \(p.scale)")
         }
 
         /// `remolo send --device` killed (SIGKILL) with three fingers down
@@ -181,31 +187,21 @@ extension VMSuite {
         /// kernel once the session has ended.
         @Test(.timeLimit(.minutes(3)))
         func killedLinuxSenderLeavesNoTouchDown() throws {
-            let rig = try DeviceRig("gesture-kill")
+            let (rig, pad, tx, touchpad) = try Self.deviceRig("gesture-kill")
             defer { rig.stop() }
-            let pad = try Pad.make(name: "Test gesture pad")
-            let tx = try rig.send(["--device", pad.node, "--grab"])
-            var node: String?
-            _ = eventually(10) { node = Self.node(named: TouchpadDevice.defaultName); return node != nil }
-            let touchpad = try #require(node, "the receiver made no touchpad: \(rig.rx.output)\n\(tx.output)")
-            let r = try EvdevReader(touchpad)
-            var steps: [PadStep] = []
-            for k in 0...30 {
-                let x = Int32(1000 + 20 * k)
-                steps.append(PadStep(fingers: [0: (x, 1200), 1: (x + 600, 1200), 2: (x + 1200, 1200)]))
+            /// BTN_TOUCH as the kernel has it now (a fresh reader: EVIOCGKEY).
+            func touching() -> Int32? {
+                (try? EvdevReader(touchpad)).map { libevdev_get_event_value($0.dev, UInt32(EV_KEY), UInt32(BTN_TOUCH)) }
             }
-            PadWriter(pad).play(steps)   // no lift: the fingers stay down
-            _ = r.read(count: 1, timeoutMs: 2000)
-            #expect(eventually(3) { _ = r.read(count: 1, timeoutMs: 50, settleMs: 0)
-                return libevdev_get_event_value(r.dev, UInt32(EV_KEY), UInt32(BTN_TOUCH)) == 1 }, "fingers down mid-swipe")
+            PadWriter(pad).play(Self.threeFingers(40))   // no lift: the fingers stay down
+            try #require(eventually(5) { touching() == 1 }, "no finger down mid-swipe: \(tx.output)")
             tx.signal(SIGKILL)
             _ = tx.wait()
             // The session ends when the kernel closes the killed sender's
             // connection; its fingers lift in the session's last frame.
             #expect(eventually(5) {
-                guard let fresh = try? EvdevReader(touchpad) else { return false }
-                return libevdev_get_event_value(fresh.dev, UInt32(EV_KEY), UInt32(BTN_TOUCH)) == 0
-                    && (0..<REMOLO_TPDEV_SLOTS).allSatisfy {
+                guard touching() == 0, let fresh = try? EvdevReader(touchpad) else { return false }
+                return (0..<REMOLO_TPDEV_SLOTS).allSatisfy {
                         libevdev_get_slot_value(fresh.dev, UInt32($0), UInt32(ABS_MT_TRACKING_ID)) == -1 }
             }, "a touch still down after the sender was killed: \(rig.rx.output)")
         }
