@@ -129,10 +129,12 @@ class Holes(threading.Thread):
 
 
 def fresh_stats(rx, after=0.4):
-    """The first --stats-json line printed `after` seconds from now."""
+    """The first --stats-json line printed `after` seconds from now or
+    later. (Not one printed meanwhile: a line printed a millisecond after
+    the call would count datagrams still in flight as lost.)"""
+    time.sleep(after)
     with rx.cond:
         n = len(rx.lines)
-    time.sleep(after)
     deadline = time.time() + 5
     while time.time() < deadline:
         with rx.cond:
