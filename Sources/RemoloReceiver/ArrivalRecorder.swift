@@ -23,7 +23,10 @@ import RemoloPlayout
 ///
 /// Rows: `move` (Q8 dx, dy as sent), `scroll` (dx horizontal, dy vertical,
 /// as the trace defines them), `button` (1 = BTN_LEFT .. 8 = BTN_TASK, 1/0),
-/// `heartbeat`. One sender clock per trace: only the first session's
+/// `heartbeat`. A gesture state (kind 6) is no row: the trace replays a
+/// pointer, and a gesture moves none; it is counted in the closing
+/// comment's `left_out`, like a button the trace cannot name. One sender
+/// clock per trace: only the first session's
 /// datagrams become rows; later sessions' are counted in the closing comment
 /// (record again to capture another sender).
 public final class ArrivalRecorder: @unchecked Sendable {
@@ -48,6 +51,7 @@ public final class ArrivalRecorder: @unchecked Sendable {
         "recorded by remolo receive --record-arrivals: send_us is the sender's clock, arrive_us the receiver's CLOCK_MONOTONIC",
         "lost datagrams are not listed: the receiver never learns a lost datagram's send time, so no row has an empty arrive_us (lost% reads 0)",
         "one session per file: rows are the first session's datagrams that opened (authentic, fresh); later sessions are only counted at the end",
+        "gesture states and buttons a trace cannot name are not rows: they are counted at the end (left_out)",
     ]
 
     /// Creates (or truncates) the trace file and the pipe, and starts the
@@ -137,7 +141,7 @@ public final class ArrivalRecorder: @unchecked Sendable {
     }
 
     /// The trace row for one record, nil for what a trace cannot hold (a
-    /// button outside BTN_LEFT..BTN_TASK, an unknown kind).
+    /// button outside BTN_LEFT..BTN_TASK, a gesture state, an unknown kind).
     static func traceRecord(_ r: rx_record) -> TraceRecord? {
         switch UInt32(r.kind) {
         case PLAYOUT_KIND_MOTION.rawValue:
@@ -162,7 +166,7 @@ public final class ArrivalRecorder: @unchecked Sendable {
         let writer: TraceWriter
         var session: UInt32?
         var otherSessions: UInt64 = 0
-        var leftOut: UInt64 = 0         // buttons a trace cannot name
+        var leftOut: UInt64 = 0         // buttons a trace cannot name, gesture states
         var unrecorded: UInt64 = 0
         var error: TraceWriteError?
 

@@ -138,12 +138,16 @@ public final class ReceiveLoop: @unchecked Sendable {
 
     public var isRunning: Bool { raw.isRunning }
 
+    /// Why a loop given no touchpad (`TouchpadOutput.none`, or nil beside a
+    /// file descriptor) takes no gestures, and how to give it one.
+    static let noTouchpad = "no touchpad beside this output (with `remolo receive --sink FILE`, add `--touchpad-sink FILE`)"
+
     /// Whether a touchpad can be made for gestures: a descriptor was given,
     /// or /dev/uinput may be opened for writing. Nil when it can; else why
     /// not and how to fix it.
     public var touchpadUnavailable: String? {
         switch touchpadOutput {
-        case .none: return "no touchpad with this output"
+        case .none: return Self.noTouchpad
         case .fileDescriptor: return nil
         case .uinput:
             if touchpad.withLock({ $0 != nil }) { return nil }
@@ -170,7 +174,7 @@ public final class ReceiveLoop: @unchecked Sendable {
             let made: TouchpadDevice
             do {
                 switch touchpadOutput {
-                case .none: throw ReceiverError("no touchpad with this output")
+                case .none: throw ReceiverError(Self.noTouchpad)
                 case .uinput(let name): made = try TouchpadDevice(name: name)
                 case .fileDescriptor(let fd): made = try TouchpadDevice(fileDescriptor: fd)
                 }
@@ -182,11 +186,20 @@ public final class ReceiveLoop: @unchecked Sendable {
             var c = rx_cmd()
             c.op = UInt8(RX_OP_TOUCHPAD.rawValue)
             c.tp = made.dev
-            let r = try command(c)
+            let deadline = MonotonicClock.seconds() + Self.commandTimeout
+            let r = try raw.exclusively { p throws(ReceiverError) -> Int32 in
+                let seq = try Self.push(p, c, until: deadline)
+                // Once queued, the loop may adopt the device even if the
+                // wait below gives up on it, and would then write to freed
+                // memory: from here on the device lives as long as the loop.
+                pad = made
+                return try Self.wait(p, seq, until: deadline)
+            }
             guard r == 0 || r == -EEXIST else {
+                // The loop answered and did not take it: nothing holds it.
+                pad = nil
                 throw ReceiverError("the receive loop did not take the touchpad: \(String(cString: strerror(-r)))")
             }
-            pad = made
         }
         return try command(RawLoop.command(RX_OP_GESTURES, id)) == 0
     }

@@ -416,6 +416,9 @@ public final class Receiver: @unchecked Sendable {
                     onEvent("session \(id): gestures not granted: \(error)")
                 }
             }
+            // A gesture end is then a protocol error, as from any sender
+            // not granted gestures.
+            kb.answered(answer.features)
             reply = .hello(answer)
         case .key(let k): (played, refused) = try kb.key(k)
         case .text(let t): (played, refused) = try kb.text(t)

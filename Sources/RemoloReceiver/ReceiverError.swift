@@ -35,7 +35,6 @@ public struct ReceiverError: Error, Equatable, CustomStringConvertible, Sendable
     }
 }
 
-/// Where the receive loop writes its frames.
 /// Where a receiver's gestures go (docs/gestures.md): its virtual touchpad,
 /// made when a session is first granted gestures, never before.
 public enum TouchpadOutput: Sendable {
@@ -48,6 +47,7 @@ public enum TouchpadOutput: Sendable {
     case none
 }
 
+/// Where the receive loop writes its frames.
 public enum ReceiverOutput: Sendable {
     /// A new uinput pointer device with this name (what the desktop sees)
     /// and, with `keyboard`, the keyboard beside it

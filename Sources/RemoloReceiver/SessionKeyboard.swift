@@ -114,6 +114,13 @@ struct SessionKeyboard {
         return ControlHello(features: granted, keyboard: status)
     }
 
+    /// The answer actually sent: what the loop could not take (the
+    /// touchpad could not be made, the session just went) is not granted,
+    /// so the session's later checks refuse it as never granted.
+    mutating func answered(_ features: ControlFeatures) {
+        spoken = spoken?.intersection(features)
+    }
+
     private mutating func sequence(_ s: UInt32) throws(Violation) {
         guard spoken != nil else { throw .keyWithoutHello }
         if let last = lastSequence, s != last &+ 1 { throw .sequenceGap(got: s, after: last) }

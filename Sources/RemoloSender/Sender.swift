@@ -155,8 +155,9 @@ public final class Sender {
 
     /// Connects to a paired receiver. `keyboard`: say hello asking for the
     /// keyboard (`keyboardGranted` tells the answer); `redundancy`: asking
-    /// for redundant datagrams (`redundancyGranted`); `log` hears what the
-    /// receiver said to it.
+    /// for redundant datagrams (`redundancyGranted`); `gestures`: asking
+    /// for gestures (`gesturesGranted`; `send(gesture:at:)` and
+    /// `endGesture(_:at:)` need it); `log` hears what the receiver said to it.
     public static func connect(host: String, port: UInt16, identity: Identity,
                                receiver: PublicKey, limits: SessionLimits = SessionLimits(),
                                datagramsTo: (host: String, port: UInt16)? = nil,
@@ -239,12 +240,17 @@ public final class Sender {
         }
     }
 
-    /// One gesture state as a datagram (65 bytes, kind 6), stamped `at`
-    /// (us). Only where the receiver granted gestures.
+    /// Why gesture traffic is refused on a session that was not granted it.
+    static let gesturesNotGranted = SenderError(
+        "the receiver did not grant gestures on this session: connect with `gestures: true`, "
+            + "and check `gesturesGranted` (an older receiver, `--no-gestures` there, or no /dev/uinput there grant none)")
+
+    /// One gesture state as a datagram (65 bytes, kind 6, on the session's
+    /// datagram counter), stamped `at` (us). Only where the receiver
+    /// granted gestures: elsewhere it would be dropped, or end an older
+    /// receiver's session.
     public func send(gesture g: GestureDatagram, at timeUs: UInt64) throws {
-        guard gesturesGranted else {
-            throw SenderError("the receiver did not grant gestures on this session (an older receiver, `--no-gestures`, or no /dev/uinput there)")
-        }
+        guard gesturesGranted else { throw Self.gesturesNotGranted }
         let n = try buffer.withUnsafeMutableBytes { try sealer.seal(gesture: g, senderTimeUs: timeUs, into: $0) }
         let sent = buffer.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, n, Int32(MSG_NOSIGNAL)) }
         lastDatagram = timeUs
@@ -256,9 +262,8 @@ public final class Sender {
     /// The end of gesture `id` on the session (reliable: its last state's
     /// datagram may be lost), stamped with that state's time.
     public func endGesture(_ id: UInt8, at timeUs: UInt64) throws {
-        guard gesturesGranted else {
-            throw SenderError("the receiver did not grant gestures on this session")
-        }
+        // An ungranted end is a protocol error: the receiver would end the session.
+        guard gesturesGranted else { throw Self.gesturesNotGranted }
         try channel.send(.gestureEnd(GestureEndMessage(id: id, senderTimeNs: timeUs * 1000)))
         stats.gestureEnds += 1
     }

@@ -16,6 +16,7 @@ final class HelloNegotiator: @unchecked Sendable {
     private let log: (String) -> Void
     /// Said once a run, not on every reconnection.
     private var saidNoRedundancy = false
+    private var saidNoGestures = false
 
     init(wanted: ControlFeatures, log: @escaping (String) -> Void) {
         self.wanted = wanted
@@ -41,6 +42,11 @@ final class HelloNegotiator: @unchecked Sendable {
             if wanted.contains(.redundancy) && !h.features.contains(.redundancy) && !saidNoRedundancy {
                 saidNoRedundancy = true
                 log("the receiver does not take redundant datagrams: the motion of a lost one is lost")
+            }
+            if wanted.contains(.gestures) && !h.features.contains(.gestures) && !saidNoGestures {
+                saidNoGestures = true
+                log("the receiver does not take gestures (`--no-gestures` there, or no /dev/uinput): "
+                    + "three- and four-finger swipes and pinches are not sent")
             }
             return ch
         case .olderPeer:

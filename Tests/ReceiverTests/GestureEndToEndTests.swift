@@ -5,6 +5,7 @@ import Foundation
 @testable import RemoloSession
 import RemoloSystem
 import RemoloTestSupport
+import RemoloTrace
 import Testing
 
 /// Gestures end to end (docs/protocol.md, "Gestures (feature bit 3)"): a
@@ -24,12 +25,13 @@ extension RxSuite {
         /// A receiver whose touchpad writes into `pad` and a sender that asks
         /// for gestures (or not).
         static func rig(_ pair: Pair, pad: FrameSink, pointer: FrameSink, gestures: Bool = true,
-                        asks: Bool = true, limits: SessionLimits = SessionLimits()) throws -> (Receiver, Sender) {
+                        asks: Bool = true, limits: SessionLimits = SessionLimits(),
+                        log: LineLog = LineLog()) throws -> (Receiver, Sender) {
             let rx = try Receiver(host: "127.0.0.1", port: 0, trust: pair.trust, output: .fileDescriptor(pointer.writeFD),
                                   limits: limits, gestures: gestures, touchpad: .fileDescriptor(pad.writeFD))
             do {
                 let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: pair.senderID,
-                                            receiver: pair.receiverID.publicKey, gestures: asks)
+                                            receiver: pair.receiverID.publicKey, gestures: asks, log: { log.add($0) })
                 return (rx, tx)
             } catch { rx.stop(); throw error }
         }
@@ -142,13 +144,26 @@ extension RxSuite {
                                                          scaleQ16: 65_536, angleUrad: 0), at: senderClockUs())
                 }
                 #expect(!rx.loop.stats.touchpad, "no touchpad made for a sender that did not ask")
+                // Sealed anyway, past the library's guard: the receiver drops
+                // it (65 bytes on a session granted neither bit 1 nor bit 3).
+                let state = GestureDatagram(id: 0, kind: .swipe, fingers: 3, isLast: false, xUm: 1_000, yUm: 0,
+                                            scaleQ16: 65_536, angleUrad: 0)
+                let bytes = try Self.sealedOutsideTheLibrary(state, on: tx)
+                #expect(bytes.count == 65)
+                try Self.sendUDP(bytes, to: rx.port)
+                #expect(eventually { rx.loop.stats.datagrams >= 1 })
+                let s = rx.loop.stats
+                #expect(s.opened == 0 && s[.badKind] + s[.long] == 1 && s.gestureStates == 0, "\(s.json)")
+                #expect(pad.drain().isEmpty, "nothing reached a touchpad")
             }
-            // 4.2 A receiver with --no-gestures: not granted, no touchpad.
+            // 4.2 A receiver with --no-gestures: not granted, no touchpad;
+            //     the sender says once that it sends none.
             do {
-                let pair = try Pair(), pad = try FrameSink(), pointer = try FrameSink()
-                let (rx, tx) = try Self.rig(pair, pad: pad, pointer: pointer, gestures: false)
+                let pair = try Pair(), pad = try FrameSink(), pointer = try FrameSink(), said = LineLog()
+                let (rx, tx) = try Self.rig(pair, pad: pad, pointer: pointer, gestures: false, log: said)
                 defer { tx.close(); rx.stop() }
                 #expect(!tx.gesturesGranted && !rx.loop.stats.touchpad)
+                #expect(said.lines.filter { $0.hasPrefix("the receiver does not take gestures") }.count == 1, "\(said.lines)")
             }
             // 4.3 A gesture end from a session not granted gestures: bye 2.
             do {
@@ -157,14 +172,7 @@ extension RxSuite {
                 defer { rx.stop() }
                 try tx.channel.send(.gestureEnd(GestureEndMessage(id: 1, senderTimeNs: 5)))
                 #expect(eventually(3) { rx.liveSessions == 0 }, "the session ended")
-                var bye: ByeReason?
-                _ = eventually(2) {
-                    do throws(SessionError) { _ = try tx.channel.receive() } catch {
-                        if case .peerSaidBye(let r) = error { bye = r }
-                        return true
-                    }
-                    return false
-                }
+                let bye = Self.bye(tx.channel)
                 #expect(bye == .protocolError, "\(String(describing: bye))")
                 tx.channel.close()
             }
@@ -185,6 +193,86 @@ extension RxSuite {
             #expect(!tx.gesturesGranted)
             #expect(said.lines.contains { $0.hasPrefix("gestures: not offered to senders: /dev/uinput") }, "\(said.lines)")
         }
+    }
+}
+
+extension RxSuite.GestureEndToEndTests {
+    /// 6. A touchpad the receiver cannot make at the first grant (here a
+    ///    closed descriptor): the hello answers without bit 3 and the
+    ///    receiver says why; the answer is what counts, so a gesture end
+    ///    after it is a protocol error (bye 2) like any ungranted sender's.
+    @Test func aTouchpadThatCannotBeMadeGrantsNothing() throws {
+        let pair = try Pair(), pointer = try FrameSink()
+        let said = LineLog()
+        let rx = try Receiver(host: "127.0.0.1", port: 0, trust: pair.trust, output: .fileDescriptor(pointer.writeFD),
+                              touchpad: .fileDescriptor(-1), onEvent: { said.add($0) })
+        defer { rx.stop() }
+        let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: pair.senderID,
+                                    receiver: pair.receiverID.publicKey, gestures: true)
+        #expect(!tx.gesturesGranted)
+        #expect(eventually { said.lines.contains { $0.contains("gestures not granted: cannot make the gesture touchpad") } },
+                "\(said.lines)")
+        #expect(!rx.loop.stats.touchpad)
+        try tx.channel.send(.gestureEnd(GestureEndMessage(id: 0, senderTimeNs: 5)))
+        let bye = Self.bye(tx.channel)
+        #expect(bye == .protocolError, "\(String(describing: bye))")
+        tx.channel.close()
+    }
+
+    /// 7. `--record-arrivals` beside gestures: the trace still reads, its
+    ///    rows are the pointer's datagrams only, and each gesture state is
+    ///    counted in the closing comment's `left_out`.
+    @Test func arrivalRecordingLeavesGestureStatesOut() throws {
+        let pair = try Pair(), pad = try FrameSink(), pointer = try FrameSink()
+        let path = NSTemporaryDirectory() + "remolo-arrivals-gestures-\(getpid()).csv"
+        defer { unlink(path) }
+        let recorder = try ArrivalRecorder(path: path)
+        let rx = try Receiver(host: "127.0.0.1", port: 0, trust: pair.trust, output: .fileDescriptor(pointer.writeFD),
+                              recordArrivals: recorder, touchpad: .fileDescriptor(pad.writeFD))
+        defer { rx.stop() }
+        let tx = try Sender.connect(host: "127.0.0.1", port: rx.port, identity: pair.senderID,
+                                    receiver: pair.receiverID.publicKey, gestures: true)
+        try tx.send(.motion(dx: 512, dy: 0), at: senderClockUs())
+        let end = try Self.play(tx, id: 1, kind: .swipe, fingers: 3, states: 5, x: { Int32($0) * 300 }, last: true)
+        try tx.endGesture(1, at: end)
+        try tx.send(.heartbeat, at: senderClockUs())
+        #expect(eventually { rx.loop.stats.opened == 7 }, "\(rx.loop.stats.json)")
+        tx.close()
+        rx.stop()
+        let trace = try Trace.read(from: path)
+        #expect(trace.records.map(\.kind) == [.motion, .heartbeat], "\(trace.records)")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("other_sessions=0 not_recorded=0 left_out=5"), "\(text)")
+        #expect(recorder.rows == 2)
+    }
+
+    /// The 65-byte gesture layout sealed on `tx`'s session with its key,
+    /// whatever was granted: what a sender that ignores the answer sends.
+    static func sealedOutsideTheLibrary(_ g: GestureDatagram, on tx: Sender) throws -> [UInt8] {
+        var sealer = DatagramSealer(key: try DatagramKey(secret: tx.channel.keys.datagramKey),
+                                    session: tx.channel.keys.sessionID)
+        var out = [UInt8](repeating: 0, count: Datagram.redundantByteCount)
+        let n = try out.withUnsafeMutableBytes { try sealer.seal(gesture: g, senderTimeUs: senderClockUs(), into: $0) }
+        return Array(out[..<n])
+    }
+
+    static func sendUDP(_ bytes: [UInt8], to port: UInt16) throws {
+        let fd = try Socket.connectUDP(host: "127.0.0.1", port: port)
+        defer { close(fd) }
+        #expect(bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == bytes.count)
+    }
+
+    /// The bye that ends the session, as the channel reports it.
+    static func bye(_ ch: ControlChannel) -> ByeReason? {
+        var bye: ByeReason?
+        _ = eventually(2) {
+            do throws(SessionError) { _ = try ch.receive(timeout: 3) } catch {
+                if case .peerSaidBye(let r) = error { bye = r }
+                return true
+            }
+            return false
+        }
+        return bye
     }
 }
 

@@ -25,6 +25,8 @@ struct ControlFrameTests {
         .text(TextInput(senderTimeNs: 0, sequence: 3, utf8: [UInt8](repeating: 0x61, count: ControlFrame.maxPlaintextLength - 13))),
         .refused(KeyRefused(sequence: 7, reason: .untypable, count: 2)),
         .refused(KeyRefused(sequence: 8, reason: .other(77), count: 1)),
+        .gestureEnd(GestureEndMessage(id: 0, senderTimeNs: 0)),
+        .gestureEnd(GestureEndMessage(id: .max, senderTimeNs: .max)),
     ]
 
     /// The extension messages' bytes, written out by hand from docs/protocol.md
@@ -36,6 +38,9 @@ struct ControlFrameTests {
          [0x0a, 0x00, 0x1e, 1, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 5]),
         (4, .text(TextInput("Hé", senderTimeNs: 1, sequence: 2)), [0x0b, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0x48, 0xc3, 0xa9]),
         (5, .refused(KeyRefused(sequence: 3, reason: .untypable, count: 2)), [0x0c, 0, 0, 0, 3, 8, 0, 2]),
+        (6, .gestureEnd(GestureEndMessage(id: 7, senderTimeNs: 0x0102_0304_0506_0708)), [0x10, 7, 1, 2, 3, 4, 5, 6, 7, 8]),
+        (7, .hello(ControlHello(features: .gestures)), [0x09, 0, 0, 0, 8, 0]),
+        (8, .hello(ControlHello(features: .all)), [0x09, 0, 0, 0, 0x0f, 0]),
     ] as [(Int, ControlMessage, [UInt8])])
     func extensionBytes(_ n: Int, _ m: ControlMessage, _ bytes: [UInt8]) throws {
         #expect(m.encoded() == bytes, "\(n)")
@@ -122,9 +127,22 @@ struct ControlFrameTests {
         [0x0b] + [UInt8](repeating: 0x61, count: ControlFrame.maxPlaintextLength),  // over a frame
         [0x0c, 0, 0, 0, 1, 0, 0, 1],                                        // refused reason 0
         [0x0c, 0, 0, 0, 1, 8, 0],                                           // refused of 7 bytes
+        [0x10, 7, 0, 0, 0, 0, 0, 0, 0],                                     // gesture end of 9 bytes
+        [0x10, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0],                               // gesture end with a byte after it
+        [0x11, 7, 0, 0, 0, 0, 0, 0, 0, 1],                                  // the type after it: unknown
     ] as [[UInt8]])
     func hostilePlaintext(_ bytes: [UInt8]) {
         #expect(throws: ControlFrameError.self) { _ = try ControlMessage.decode(bytes) }
+    }
+
+    /// Feature bit 3 is gestures; `.all` is every bit this version knows,
+    /// and a receiver grants no bit beyond it.
+    @Test("8: gestures is feature bit 3, and the last bit known")
+    func gestureBit() {
+        #expect(ControlFeatures.gestures.rawValue == 1 << 3)
+        #expect(ControlFeatures.all.rawValue == 0x0f)
+        #expect(ControlFeatures(rawValue: 0xffff_fff0).intersection(.all).isEmpty)
+        #expect(ControlMessage.Kind.gestureEnd.encodedLengths == 10...10)
     }
 
     @Test("6: the largest frame is accepted, one byte more is oversize")
