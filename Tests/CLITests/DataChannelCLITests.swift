@@ -78,19 +78,8 @@ import Testing
             try ControlChannel.connect(host: "127.0.0.1", port: port, identity: sender, receiver: receiver)
         }
 
-        /// The newest --stats-json object printed after `after`.
-        func stats(after n: Int) -> [String: Any]? {
-            var found: [String: Any]?
-            _ = eventually(5) {
-                let lines = rx.output.split(separator: "\n").filter { $0.hasPrefix("{") }
-                guard lines.count > n, let d = lines.last!.data(using: .utf8) else { return false }
-                found = try? JSONSerialization.jsonObject(with: d) as? [String: Any]
-                return found != nil
-            }
-            return found
-        }
-
-        var statsCount: Int { rx.output.split(separator: "\n").filter { $0.hasPrefix("{") }.count }
+        func stats(after n: Int) -> [String: Any]? { rx.stats(after: n) }
+        var statsCount: Int { rx.statsLineCount }
 
         func stop() {
             rx.signal(SIGINT)

@@ -54,24 +54,11 @@ import Testing
         #expect(h.features.contains(.gestures) == c.granted, "\(h.features)")
 
         // The touchpad is made at the first grant, not before.
-        let want = try #require(stats(rx, after: statsCount(rx)), "\(rx.output)")
+        let want = try #require(rx.stats(after: rx.statsLineCount), "\(rx.output)")
         let g = try #require(want["gestures"] as? [String: Any], "\(want)")
         #expect(Set(g.keys) == ["touchpad", "begun", "states", "refused", "timeouts", "blocked", "frames", "write_errors"],
                 "\(g.keys)")
         #expect(g["touchpad"] as? Bool == c.granted, "\(g)")
     }
 
-    /// The newest --stats-json object printed after the first `n`.
-    func stats(_ rx: CLIProcess, after n: Int) -> [String: Any]? {
-        var found: [String: Any]?
-        _ = eventually(5) {
-            let lines = rx.output.split(separator: "\n").filter { $0.hasPrefix("{") }
-            guard lines.count > n, let d = lines.last!.data(using: .utf8) else { return false }
-            found = try? JSONSerialization.jsonObject(with: d) as? [String: Any]
-            return found != nil
-        }
-        return found
-    }
-
-    func statsCount(_ rx: CLIProcess) -> Int { rx.output.split(separator: "\n").filter { $0.hasPrefix("{") }.count }
 }

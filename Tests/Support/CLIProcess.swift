@@ -196,3 +196,20 @@ extension SessionLimits {
         return l
     }
 }
+
+extension CLIProcess {
+    /// The --stats-json lines printed so far.
+    public var statsLineCount: Int { output.split(separator: "\n").filter { $0.hasPrefix("{") }.count }
+
+    /// The newest --stats-json object, once more than `n` have been printed (at most 5 s).
+    public func stats(after n: Int) -> [String: Any]? {
+        var found: [String: Any]?
+        _ = eventually(5) {
+            let lines = output.split(separator: "\n").filter { $0.hasPrefix("{") }
+            guard lines.count > n, let d = lines.last!.data(using: .utf8) else { return false }
+            found = try? JSONSerialization.jsonObject(with: d) as? [String: Any]
+            return found != nil
+        }
+        return found
+    }
+}
