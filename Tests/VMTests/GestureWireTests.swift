@@ -62,16 +62,12 @@ extension VMSuite {
             defer { tx.close(); rx.stop() }
             let watch = try LibinputWatch(node)
             try Self.swipe(tx, fingers: 3, states: 60, mmPerState: 0.5, end: true)
-            _ = watch.out.wait(seconds: 10) { SeenGesture.parse($0).contains { $0.ended } }
-            let lines = watch.end()
-            let all = lines.joined(separator: "\n")
-            let g = SeenGesture.parse(lines).filter { $0.kind == "SWIPE" }
-            try #require(g.count == 1, "one swipe, not \(g.count):\n\(all)")
-            #expect(g[0].fingers == 3 && g[0].ended && !g[0].cancelled, "\(g[0])\n\(all)")
+            let g = try Self.onlyGesture("SWIPE", watch, "")
+            #expect(g.fingers == 3, "\(g)")
             let u = VMSuite.TouchpadGestures.unitsPerMM, maxMove = 4.0 + 2
-            #expect(g[0].dx <= 30 * u + 0.5 && g[0].dx >= (30 - maxMove) * u, "summed dx \(g[0].dx) for 30 mm\n\(all)")
-            print("gesture wire: 3-finger swipe of 30 mm over the wire: libinput summed dx \(g[0].dx) "
-                  + "(\(30 * u) sent) in \(g[0].updates) updates")
+            #expect(g.dx <= 30 * u + 0.5 && g.dx >= (30 - maxMove) * u, "summed dx \(g.dx) for 30 mm: \(g)")
+            print("gesture wire: 3-finger swipe of 30 mm over the wire: libinput summed dx \(g.dx) "
+                  + "(\(30 * u) sent) in \(g.updates) updates")
         }
 
         /// A pinch sent over the wire (two fingers, scale 1 to 2 in 45
@@ -91,14 +87,10 @@ extension VMSuite {
                 usleep(8_000)
             }
             try tx.endGesture(2, at: t)
-            _ = watch.out.wait(seconds: 10) { SeenGesture.parse($0).contains { $0.ended } }
-            let lines = watch.end()
-            let all = lines.joined(separator: "\n")
-            let p = SeenGesture.parse(lines).filter { $0.kind == "PINCH" }
-            try #require(p.count == 1, "one pinch, not \(p.count):\n\(all)")
-            #expect(p[0].fingers == 2 && p[0].ended && !p[0].cancelled, "\(p[0])\n\(all)")
-            #expect(p[0].scale >= 36.0 / 26 - 0.01 && p[0].scale <= 36.0 / 21 + 0.01, "last scale \(p[0].scale)\n\(all)")
-            print("gesture wire: pinch to scale 2 over the wire: libinput's last scale \(p[0].scale) in \(p[0].updates) updates")
+            let p = try Self.onlyGesture("PINCH", watch, "")
+            #expect(p.fingers == 2, "\(p)")
+            #expect(p.scale >= 36.0 / 26 - 0.01 && p.scale <= 36.0 / 21 + 0.01, "last scale \(p.scale): \(p)")
+            print("gesture wire: pinch to scale 2 over the wire: libinput's last scale \(p.scale) in \(p.updates) updates")
         }
 
         /// The uinput node of the device with exactly this name, if any.
