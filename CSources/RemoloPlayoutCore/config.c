@@ -35,6 +35,7 @@ void playout_config_seed(struct playout_config *cfg)
 	cfg->stall_weight = 0;
 	cfg->choose_horizon_shift = REMOLO_CHOOSE_HORIZON_SHIFT;
 	cfg->choose_hysteresis_permille = REMOLO_CHOOSE_HYSTERESIS_PERMILLE;
+	cfg->recall_permille = 0;
 	cfg->keep_max_us = 0;
 	cfg->lost_span_max_us = 0;
 }
@@ -115,6 +116,8 @@ const char *playout_config_problem(const struct playout_config *cfg)
 		return "choose_horizon_shift must be 1...16";
 	if (cfg->choose_hysteresis_permille > 1000)
 		return "choose_hysteresis_permille must be at most 1000";
+	if (cfg->recall_permille > 1000)
+		return "recall_permille must be at most 1000";
 	if (cfg->keep_max_us > tmax)
 		return "keep_max_us must be at most 60 s";
 	if (cfg->rise_window_us > tmax || cfg->gap_reset_us > tmax || cfg->step_reset_us > tmax ||

@@ -143,8 +143,10 @@ void delay_rebase(struct delay_est *d, const struct playout_config *cfg, uint64_
 {
 	/* The chooser's shadow schedules are in receiver time: a higher
 	 * offset moves later packets' slots, not what is scheduled. */
-	if (cfg->stall_weight)
+	if (cfg->stall_weight) {
+		chooser_rebase(&d->chooser, by_us);
 		return;
+	}
 	/* Subtracting a constant (floored at 0) keeps the sorted copy sorted. */
 	for (uint32_t i = 0; i < REMOLO_WINDOW_MAX; i++) {
 		d->ring[i] = d->ring[i] > by_us ? d->ring[i] - (uint32_t)by_us : 0;

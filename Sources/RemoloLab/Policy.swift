@@ -73,6 +73,7 @@ public enum Policy: Sendable, Equatable {
         var c = PlayoutConfig.default
         c.stallWeight = UInt32(REMOLO_STALL_WEIGHT)
         c.delayMaxUs = UInt32(REMOLO_CHOOSER_DELAY_MAX_US)
+        c.recallPermille = UInt32(REMOLO_RECALL_PERMILLE)
         return c
     }
 
@@ -84,7 +85,13 @@ public enum Policy: Sendable, Equatable {
     }
 
     /// The fixed-delay frontier's sweep: `fixed:0` to `fixed:100` in 5 ms steps.
-    public static let frontierSweep: [Policy] = stride(from: 0, through: 100, by: 5).map { .fixed(ms: $0) }
+    public static let frontierSweep: [Policy] = frontierSweep(stepMs: 5)
+
+    /// fixed:0..100 ms every `stepMs` (`--sweep-ms`): 5 ms for the docs'
+    /// tables and figures, 1 ms to look for a pinned delay between them.
+    public static func frontierSweep(stepMs: Int) -> [Policy] {
+        stride(from: 0, through: 100, by: max(1, stepMs)).map { .fixed(ms: $0) }
+    }
 
     public var fixedMs: Int? { if case .fixed(let ms) = self { return ms } else { return nil } }
 

@@ -128,6 +128,9 @@ public struct PolicyRun: Sendable {
     }
     /// Datagrams the receiver refused as late (the strict counter).
     public var refused = 0
+    /// What the session leaves for the sender's next one (policies with
+    /// `recallPermille`).
+    public var recall: DelayRecall?
     /// Added latency of the lost movement datagrams whose motion the
     /// receiver recovered (redundancy): when their share of the recovered
     /// segment was played, - r(s_i) - d_min.
@@ -255,10 +258,12 @@ public struct LabCase: Sendable {
         strokes = st.filter { $0.0 >= 0 }.map { (vsync: $0.0, finger: $0.1) }
     }
 
-    /// Runs a policy: through the core, or the oracle.
-    public func run(_ policy: Policy) -> PolicyRun {
+    /// Runs a policy: through the core, or the oracle. `recall`: the
+    /// memory of the sender's earlier sessions the session starts from (a
+    /// policy with `recallPermille`); the run's `recall` is what it leaves.
+    public func run(_ policy: Policy, recall: DelayRecall? = nil) -> PolicyRun {
         if case .oracle(let rate) = policy { return runOracle(rate) }
-        return runCore(policy.config!)
+        return runCore(policy.config!, recall: recall)
     }
 
     /// The frames the core would write through `policy` (not the oracle),
@@ -295,10 +300,11 @@ public struct LabCase: Sendable {
         return out
     }
 
-    func runCore(_ config: PlayoutConfig, ticksUs: [UInt64]? = nil,
+    func runCore(_ config: PlayoutConfig, ticksUs: [UInt64]? = nil, recall: DelayRecall? = nil,
                  onTick: ((UInt64, PointerFrame) -> Void)? = nil) -> PolicyRun {
         var out = PolicyRun()
         guard let first = order.first, let last = order.last, let pl = try? Playout(config: config) else { return out }
+        if let r = recall { pl.load(recall: r) }
         let recs = trace.records
         let t0 = recs[first].arriveUs!
         let end = recs[last].arriveUs! + 1_000_000
@@ -378,6 +384,7 @@ public struct LabCase: Sendable {
             pos = whole + LabVec(Double(rem.0), Double(rem.1), Double(rem.3), Double(rem.2)) / 256
             j += 1
         }
+        if config.recallPermille != 0 { out.recall = pl.recall }
         return out
     }
 
@@ -526,24 +533,46 @@ public enum Lab {
                                 display: LabDisplay? = nil, drain: LabDrain = .default,
                                 senderHz: Int = 120, durationS: Double = 30, firstSeed: Int = 1,
                                 perfectNetwork: Bool = false, transport: LabTransport = .udp,
-                                phases: Int = LabCase.defaultPhases, fullPath: Bool = false) -> [LabRow] {
+                                phases: Int = LabCase.defaultPhases, fullPath: Bool = false,
+                                returning: Int = 0, historyScenario: Scenario? = nil) -> [LabRow] {
         let display = display ?? .fixed(hz: Double(displayHz))
         let drainHz = drain.hz(for: display)
         var rows: [LabRow] = []
         for sc in scenarios {
             var accs = [ScoreAccumulator](repeating: ScoreAccumulator(), count: policies.count)
+            // A returning sender: each policy's memory, built over
+            // `returning` earlier sessions (seeds returningSeed...) on the
+            // history's network, then carried from each scored session to
+            // the next, in seed order.
+            var recalls = [DelayRecall?](repeating: nil, count: policies.count)
+            for h in 0..<returning {
+                let seed = UInt64(Self.returningSeed + h)
+                let trace = LabRun.generate(scenario: historyScenario ?? sc, seed: seed, senderHz: senderHz, durationS: durationS)
+                let c = LabCase(trace: trace, display: display, drainHz: drainHz, seed: seed, phases: 4)
+                for (k, p) in policies.enumerated() where p.config?.recallPermille ?? 0 != 0 {
+                    recalls[k] = c.run(p, recall: recalls[k]).recall
+                }
+            }
             for seed in firstSeed..<(firstSeed + max(1, seeds)) {
                 var trace = LabRun.generate(scenario: sc, seed: UInt64(seed), senderHz: senderHz, durationS: durationS)
                 if transport == .tcp { trace = trace.overTCP() }
                 let c = LabCase(trace: perfectNetwork ? trace.perfectNetwork : trace, display: display,
                                 drainHz: drainHz, seed: UInt64(seed), phases: phases,
                                 redundancy: transport == .redundant, fullPath: fullPath)
-                for (k, p) in policies.enumerated() { c.score(c.run(p), into: &accs[k]) }
+                for (k, p) in policies.enumerated() {
+                    let run = c.run(p, recall: returning > 0 ? recalls[k] : nil)
+                    if returning > 0 { recalls[k] = run.recall }
+                    c.score(run, into: &accs[k])
+                }
             }
             for (k, p) in policies.enumerated() { rows.append(LabRow(scenario: sc.rawValue, policy: p.name, scores: accs[k].scores)) }
         }
         return rows
     }
+
+    /// The first seed of a returning sender's earlier sessions: far from
+    /// the scored ones (1...N), so that no scored run is also history.
+    public static let returningSeed = 1000
 
     /// Every policy on one trace.
     public static func replay(trace: Trace, name: String, policies: [Policy], displayHz: Int = 120,

@@ -60,6 +60,12 @@ public struct PlayoutConfig: Sendable, Equatable {
     /// With `stallWeight`: a candidate replaces the one in use only when it
     /// costs less by this share (permille).
     public var chooseHysteresisPermille: UInt32
+    /// With `stallWeight`: 0, off. Otherwise the chooser keeps this
+    /// sender's lateness across sessions (`Playout.recall`), and a session
+    /// given a usable memory holds the delay that this share (permille) of
+    /// its packets exceeded at no delay, until its own packets disagree
+    /// (docs/playout.md, "A returning sender").
+    public var recallPermille: UInt32
     /// With `slewPermille`: 0, the schedule keeps its place across offset
     /// changes up to `stepResetUs`; otherwise a larger change than this is a
     /// clock step and the delay applies at once.
@@ -93,7 +99,8 @@ public struct PlayoutConfig: Sendable, Equatable {
         segEndAtSlot = c.seg_end_at_slot; frameMaxUs = c.frame_max_us; riseWindowUs = c.rise_window_us
         slewPermille = c.slew_permille; catchupPermille = c.catchup_permille
         stallWeight = c.stall_weight; chooseHorizonShift = c.choose_horizon_shift
-        chooseHysteresisPermille = c.choose_hysteresis_permille; keepMaxUs = c.keep_max_us
+        chooseHysteresisPermille = c.choose_hysteresis_permille; recallPermille = c.recall_permille
+        keepMaxUs = c.keep_max_us
         lostSpanMaxUs = c.lost_span_max_us
     }
 
@@ -108,7 +115,8 @@ public struct PlayoutConfig: Sendable, Equatable {
                        rise_window_us: riseWindowUs, slew_permille: slewPermille,
                        catchup_permille: catchupPermille, stall_weight: stallWeight,
                        choose_horizon_shift: chooseHorizonShift,
-                       choose_hysteresis_permille: chooseHysteresisPermille, keep_max_us: keepMaxUs, lost_span_max_us: lostSpanMaxUs)
+                       choose_hysteresis_permille: chooseHysteresisPermille, recall_permille: recallPermille,
+                       keep_max_us: keepMaxUs, lost_span_max_us: lostSpanMaxUs)
     }
 
     /// Whether the core accepts these values.
@@ -362,6 +370,31 @@ public final class Playout {
     /// Q8 motion not yet emitted as whole pixels: x, y, wheel, hwheel.
     public var remainders: (Int64, Int64, Int64, Int64) {
         (p.pointee.acc.0, p.pointee.acc.1, p.pointee.acc.2, p.pointee.acc.3)
+    }
+
+    /// What this session adds to its sender's memory (recall.c): the memory
+    /// it was given (none once its own packets overruled it) followed by its
+    /// own movement. Save it at the session's end, keyed by sender and
+    /// network; empty unless the configuration has `recallPermille`.
+    public var recall: DelayRecall {
+        var r = RemoloPlayoutCore.recall()
+        chooser_recall_out(&p.pointee.delay.chooser, &r)
+        return DelayRecall(r)
+    }
+
+    /// Before the first packet: the memory of this sender's earlier sessions
+    /// on this network. With `recallPermille` and enough of it
+    /// (`DelayRecall.isUsable`) the session holds the delay it reads.
+    public func load(recall memory: DelayRecall) {
+        var r = memory.c
+        var cfg = p.pointee.cfg
+        chooser_recall(&p.pointee.delay.chooser, &cfg, &r)
+    }
+
+    /// The delay a loaded memory holds, while the session's own packets
+    /// agree with it; nil when none is held.
+    public var heldDelayUs: UInt32? {
+        p.pointee.delay.chooser.holding ? p.pointee.delay.chooser.held_us : nil
     }
 
     public var stats: PlayoutStats {

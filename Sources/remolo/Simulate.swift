@@ -14,7 +14,8 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--write-trace FILE] [--svg FILE]
                        [--perfect-network] [--frontier]
                        [--transport udp|redundant|tcp|both|all] [--gaps-lost]
-                       [--phases N] [--full-path]
+                       [--phases N] [--full-path] [--sweep-ms MS]
+                       [--returning N [--history-scenario NAME]]
 
   --scenario     S1..S7, a comma list, or all (default all)
   --policy       arrival, fixed:MS, seed, default, oracle (rate 0.1), oracle:RATE,
@@ -68,6 +69,14 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
   --full-path    score against every motion the sender sent, lost datagrams'
                  included (by default the ideal path leaves out what the receiver
                  cannot know: lost motion without redundancy)
+  --sweep-ms     with --frontier: the sweep's step, 1-20 ms (default 5)
+  --returning    each scenario's runs are a returning sender's: N earlier sessions
+                 (seeds 1000..., not scored) build the memory a policy with
+                 recall_permille keeps (the chooser's), and each scored run starts
+                 from what the one before left, in seed order (default 0: every
+                 run is a first session)
+  --history-scenario  with --returning: the earlier sessions were on this
+                 scenario's network (a sender whose network changed)
 """
 
 struct SimulateOptions {
@@ -95,6 +104,9 @@ struct SimulateOptions {
     var transports: [LabTransport] = [.udp]
     var phases = LabCase.defaultPhases
     var fullPath = false
+    var sweepMs = 5
+    var returning = 0
+    var historyScenario: Scenario?
 }
 
 func parseSimulate(_ args: [String]) -> SimulateOptions {
@@ -148,6 +160,14 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
             do { o.transports = try LabTransport.parse(p.value()) } catch { fail(error.description) }
         case "--phases": o.phases = p.int(in: 4...64)
         case "--full-path": o.fullPath = true
+        case "--sweep-ms": o.sweepMs = p.int(in: 1...20)
+        case "--returning": o.returning = p.int(in: 0...1000)
+        case "--history-scenario":
+            let v = p.value()
+            guard let s = Scenario(name: v) else {
+                fail("unknown scenario '\(v)' for --history-scenario: valid are " + Scenario.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            o.historyScenario = s
         default: p.unknown()
         }
     }
@@ -156,6 +176,8 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         fail("a drain table (several --display-hz or --drain-hz) is scored alone: drop --frontier, --svg, "
              + "--write-trace, --dump-frames and --perfect-network, or give one display and one drain")
     }
+    if o.historyScenario != nil && o.returning == 0 { fail("--history-scenario names the earlier sessions' network: add --returning N") }
+    if o.returning > 0 && o.trace != nil { fail("--returning runs scenarios (a recorded trace is one session): drop --trace or --returning") }
     if o.isDrainTable && !o.policyGiven { o.policies = [.default] }
     if o.frontier && !o.policyGiven { o.policies = [.arrival, .seed, .default] }
     if o.writeTrace != nil || (o.svg != nil && o.trace == nil && !o.frontier) {
@@ -241,7 +263,8 @@ func byTransport(_ transports: [LabTransport], _ rows: (LabTransport) -> [LabRow
 /// The policies to run: the requested ones, plus the sweep for --frontier.
 func runPolicies(_ o: SimulateOptions) -> [Policy] {
     guard o.frontier else { return o.policies }
-    return o.policies.filter { $0.fixedMs == nil || !Policy.frontierSweep.contains($0) } + Policy.frontierSweep
+    let sweep = Policy.frontierSweep(stepMs: o.sweepMs)
+    return o.policies.filter { $0.fixedMs == nil || !sweep.contains($0) } + sweep
 }
 
 /// Rows of one scenario set or trace, real network then (with
@@ -319,7 +342,7 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         rows = byTransport(o.transports) { t in
             Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, display: o.display, drain: o.drain,
                          senderHz: o.senderHz, durationS: o.duration, firstSeed: o.seed, transport: t, phases: o.phases,
-                         fullPath: o.fullPath)
+                         fullPath: o.fullPath, returning: o.returning, historyScenario: o.historyScenario)
         }
         if o.perfect {
             let p = Lab.simulate(scenarios: o.scenarios, policies: runPolicies(o), seeds: seeds, display: o.display, drain: o.drain,
@@ -349,7 +372,7 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
             return
         }
         print(o.markdown ? markdownText(rows) : tableText(rows), terminator: "")
-        print("\nAgainst the fixed-delay frontier (fixed:0..100 ms; dominated = some fixed:MS has p95 <= +0.5 ms and phase-mean jitter <= +2%; at every phase = its largest phase's jitter below the policy's smallest):")
+        print("\nAgainst the fixed-delay frontier (fixed:0..100 ms every \(o.sweepMs) ms; dominated = some fixed:MS has p95 <= +0.5 ms and phase-mean jitter <= +2%; at every phase = its largest phase's jitter below the policy's smallest):")
         for f in reports { print(o.markdown ? "- " + f.text : f.text) }
         return
     }

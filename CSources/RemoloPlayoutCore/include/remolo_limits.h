@@ -74,6 +74,29 @@
 #define REMOLO_CHOOSE_HORIZON_SHIFT 10u     /* ~1024 packets: 8.5 s at 120 Hz */
 #define REMOLO_CHOOSE_HYSTERESIS_PERMILLE 50u
 #define REMOLO_CHOOSER_SHIFT_MAX    16u
+/* A returning sender (recall.c): the zero-delay shadow's lateness in 1 ms
+ * bins to 127 ms (the last bin holds everything above), a packet's weight
+ * 256, every bin aged by 1/8 each 2^13 packets (68 s of movement at 120
+ * Hz), so the memory is about 2^16 packets, some thirty 30 s sessions of
+ * the lab's gestures. It is held only once it has 2^13 packets (four or
+ * five such sessions: one session's holds are its own luck), and a session
+ * overrules it after 2^10 packets of its own (8.5 s) that read less than a
+ * quarter or more than four times as long, by 10 ms besides (chooser.c). */
+#define REMOLO_RECALL_BINS          128u
+#define REMOLO_RECALL_BIN_US        1000u
+#define REMOLO_RECALL_WEIGHT        256u
+#define REMOLO_RECALL_AGE_SHIFT     13u
+#define REMOLO_RECALL_AGE_BY        3u
+#define REMOLO_RECALL_MIN_PACKETS   8192u
+#define REMOLO_RECALL_CHECK_PACKETS 1024u
+#define REMOLO_RECALL_CHECK_SLACK_US 10000u
+#define REMOLO_RECALL_CHECK_RATIO   4u
+/* The aging's steady state holds 256 * 2^13 * 8 = 2^24; a loaded memory
+ * may hold up to four times that. */
+#define REMOLO_RECALL_TOTAL_MAX     (1u << 26)
+/* The share of the memory's packets later than the held delay at no delay
+ * (recall_permille in the lab's `chooser` policy): 4.5%. */
+#define REMOLO_RECALL_PERMILLE      45u
 
 /* ---- segments ----------------------------------------------------------- */
 #define REMOLO_SEG_MAX_US        50000u   /* a packet spreads over <= 50 ms */
@@ -234,6 +257,11 @@ _Static_assert(REMOLO_MARKS_CAP >= REMOLO_SEGQ_CAP, "a mark for every queued seg
 _Static_assert(REMOLO_DELAY_MIN_US <= REMOLO_DELAY_START_US &&
                REMOLO_DELAY_START_US <= REMOLO_DELAY_MAX_US, "start delay inside the clamp");
 _Static_assert(REMOLO_LATE_MIN_US <= REMOLO_LATE_MAX_US, "late replay range");
+_Static_assert((REMOLO_RECALL_BINS & (REMOLO_RECALL_BINS - 1)) == 0, "recall bins: power of two");
+_Static_assert((unsigned long long)REMOLO_RECALL_TOTAL_MAX +
+               ((unsigned long long)REMOLO_RECALL_WEIGHT << REMOLO_RECALL_AGE_SHIFT) < (1ull << 32),
+               "a recall bin cannot overflow between two agings");
+_Static_assert(REMOLO_RECALL_MIN_PACKETS >= REMOLO_RECALL_CHECK_PACKETS, "a memory holds more than a check");
 _Static_assert(REMOLO_CHOOSER_DELAY_MAX_US >= REMOLO_DELAY_MAX_US, "the chooser's clamp reaches the seed's");
 _Static_assert(((unsigned long long)REMOLO_CHOOSER_DELAY_MAX_US + REMOLO_CHOOSER_STALL_CAP_US +
                (unsigned long long)REMOLO_CHOOSER_WEIGHT_MAX * REMOLO_CHOOSER_STALL_CAP_US)

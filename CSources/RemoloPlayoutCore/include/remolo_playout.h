@@ -73,6 +73,11 @@
  *   2^-shift per packet: a memory of about 2^shift packets.
  * - choose_hysteresis_permille (with stall_weight): a candidate replaces
  *   the one in use only when it costs less by this share.
+ * - recall_permille (with stall_weight): 0, off. Otherwise the chooser
+ *   keeps the zero-delay lateness of this sender's sessions (recall.c);
+ *   with a usable memory loaded (chooser_recall) the session holds the
+ *   delay that this share of the memory's packets exceed at no delay,
+ *   until its own packets read a quarter or four times that (chooser.c).
  * - keep_max_us (with slew_permille): 0: the schedule keeps its place
  *   across any offset change up to step_reset_us. Otherwise an offset
  *   change larger than this is taken for a step of the sender's clock: the
@@ -111,6 +116,7 @@
 	X(stall_weight) \
 	X(choose_horizon_shift) \
 	X(choose_hysteresis_permille) \
+	X(recall_permille) \
 	X(keep_max_us) \
 	X(lost_span_max_us)
 
@@ -218,22 +224,65 @@ void offset_init(struct offset_est *c);
 int offset_update(struct offset_est *c, const struct playout_config *cfg,
 		 uint64_t rx_us, uint64_t tx_us, uint64_t *lateness_us);
 
+/* ---- a returning sender (recall.c) -------------------------------------- */
+/* The zero-delay shadow's lateness over a sender's sessions on one
+ * network: what the receiver saves at a session's end and loads at the
+ * next one's start (as 128 + 1 little-endian 32-bit words). */
+struct recall {
+	uint32_t bins[REMOLO_RECALL_BINS];  /* weight per 1 ms of lateness, aged */
+	uint32_t packets;                   /* movement packets seen, saturating */
+};
+
+void recall_init(struct recall *r);
+/* One packet's lateness at no delay; ages the bins every
+ * 2^REMOLO_RECALL_AGE_SHIFT packets. */
+void recall_add(struct recall *r, uint64_t behind_us);
+/* The longest lateness (a bin's lower edge) that `permille` of the weight
+ * reaches; 0 when empty. */
+uint32_t recall_delay_us(const struct recall *r, uint32_t permille);
+/* Whether it holds enough packets to be held (REMOLO_RECALL_MIN_PACKETS). */
+bool recall_usable(const struct recall *r);
+/* The memory `old` followed by a session's own packets (a memory that
+ * started empty): `old` aged as those packets would have aged it. */
+void recall_merge(struct recall *out, const struct recall *old, const struct recall *session);
+/* The offset rose by by_us: every lateness is that much smaller. */
+void recall_rebase(struct recall *r, uint64_t by_us);
+/* Whether a memory read from a file is one recall_add could have made
+ * (its weight bounded): the only check a loaded memory needs. */
+bool recall_valid(const struct recall *r);
+
 /* ---- delay chooser (chooser.c) ----------------------------------------- */
 struct chooser {
 	uint64_t cost[REMOLO_CHOOSER_CANDIDATES];   /* discounted cost, us of delay */
 	uint64_t end_us[REMOLO_CHOOSER_CANDIDATES]; /* where each shadow schedule's motion ends */
 	uint32_t pick;                              /* the candidate in use */
 	uint64_t packets;
+	/* With recall_permille: the memory loaded (chooser_recall), this
+	 * session's packets, and the delay held from the memory while
+	 * `holding`. */
+	struct recall mem;
+	struct recall own;
+	uint32_t held_us;
+	bool holding;
 };
 
 /* No history; the candidate nearest start_us in use. */
 void chooser_init(struct chooser *c, uint32_t start_us);
+/* Before the first packet: the memory of this sender's earlier sessions.
+ * Once it is usable, the session holds recall_delay_us(recall_permille)
+ * until its own packets overrule it. */
+void chooser_recall(struct chooser *c, const struct playout_config *cfg, const struct recall *mem);
+/* The offset rose by by_us (delay_rebase). */
+void chooser_rebase(struct chooser *c, uint64_t by_us);
+/* What to save at the session's end: the memory it was given (none once
+ * its own packets overruled it) followed by its own packets. */
+void chooser_recall_out(const struct chooser *c, struct recall *out);
 /* One movement packet: its arrival, its zero-delay slot (sender time +
  * offset), its frame, and whether it continues the previous packet's
  * motion. Charges every candidate and may change the pick. */
 void chooser_add(struct chooser *c, const struct playout_config *cfg, uint64_t rx_us, uint64_t ref_us,
 		 uint32_t frame_us, bool joined);
-/* The delay in use. */
+/* The delay in use: the held one, or the pick. */
 uint32_t chooser_delay_us(const struct chooser *c);
 /* Candidate k's delay (0 beyond the set). */
 uint32_t chooser_candidate_us(uint32_t k);

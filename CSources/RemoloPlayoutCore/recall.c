@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a sender's network did in its earlier sessions (recall_permille;
+ * docs/playout.md, "A returning sender").
+ *
+ * The fixed-delay frontier judges latency at its 95th percentile. A
+ * packet's latency at a delay d is about the larger of d + its frame and
+ * its latency at no delay (every shadow schedule's end is nondecreasing in
+ * d), so the 95th percentile at d is the larger of d + a frame and the
+ * network's own 95th percentile at no delay: flat up to a knee, then the
+ * delay's own. Below the knee a longer delay is free at the 95th
+ * percentile and shortens every stall; above it, every millisecond is
+ * paid. On a network that does not change (the lateness of one stretch
+ * tells nothing of the next), no schedule beats the best pinned delay, and
+ * the best pinned delays lie at or above the knee.
+ *
+ * The knee is a property of the network, not of one session: a link that
+ * holds for 200 ms once every 10 s puts one hold in one 30 s session and
+ * five in the next, and a rule read from one session's packets sets the
+ * delay from that session's luck. So the zero-delay shadow's lateness
+ * (candidate 0's, chooser.c) goes into a histogram that outlives the
+ * session: 1 ms bins, one packet's weight REMOLO_RECALL_WEIGHT, every bin
+ * aged by 1/8 each 2^REMOLO_RECALL_AGE_SHIFT packets (a memory of about
+ * eight times that: tens of sessions' movement). A session records its
+ * own packets apart (recall_add) and merges them into the memory it was
+ * given at its end (recall_merge); the receiver keeps the result per
+ * sender and network and hands it to the next session; read there at
+ * recall_permille (a share a little under the 5% the 95th percentile
+ * leaves, so the delay sits past the knee, not on it), it is the delay the
+ * session holds (chooser.c).
+ *
+ * Per packet: one bin; every 2^REMOLO_RECALL_AGE_SHIFT packets a pass over
+ * the bins. No allocation, no division.
+ */
+#include <string.h>
+
+#include "remolo_playout.h"
+
+void recall_init(struct recall *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void recall_add(struct recall *r, uint64_t behind_us)
+{
+	uint64_t bin = behind_us / REMOLO_RECALL_BIN_US;
+
+	r->bins[bin < REMOLO_RECALL_BINS ? bin : REMOLO_RECALL_BINS - 1] += REMOLO_RECALL_WEIGHT;
+	if (r->packets < UINT32_MAX)
+		r->packets++;
+	if ((r->packets & ((1u << REMOLO_RECALL_AGE_SHIFT) - 1)) == 0)
+		for (uint32_t b = 0; b < REMOLO_RECALL_BINS; b++)
+			r->bins[b] -= r->bins[b] >> REMOLO_RECALL_AGE_BY;
+}
+
+uint32_t recall_delay_us(const struct recall *r, uint32_t permille)
+{
+	uint64_t total = 0, acc = 0, need;
+	uint32_t b;
+
+	for (b = 0; b < REMOLO_RECALL_BINS; b++)
+		total += r->bins[b];
+	if (total == 0)
+		return 0;
+	need = (total * permille + 999) / 1000;
+	for (b = REMOLO_RECALL_BINS - 1; b > 0; b--) {
+		acc += r->bins[b];
+		if (acc >= need)
+			break;
+	}
+	return b * REMOLO_RECALL_BIN_US;
+}
+
+bool recall_usable(const struct recall *r)
+{
+	return r->packets >= REMOLO_RECALL_MIN_PACKETS;
+}
+
+void recall_merge(struct recall *out, const struct recall *old, const struct recall *session)
+{
+	/* The old memory ages as if the session's packets had followed it:
+	 * once for each multiple of 2^REMOLO_RECALL_AGE_SHIFT they cross. */
+	uint64_t from = old->packets >> REMOLO_RECALL_AGE_SHIFT;
+	uint64_t to = ((uint64_t)old->packets + session->packets) >> REMOLO_RECALL_AGE_SHIFT;
+	uint64_t agings = to - from;
+	uint64_t total = (uint64_t)old->packets + session->packets;
+
+	for (uint32_t b = 0; b < REMOLO_RECALL_BINS; b++) {
+		uint32_t v = old->bins[b];
+
+		for (uint64_t k = 0; k < agings && v; k++)
+			v -= v >> REMOLO_RECALL_AGE_BY;
+		out->bins[b] = v + session->bins[b];
+	}
+	out->packets = total < UINT32_MAX ? (uint32_t)total : UINT32_MAX;
+}
+
+void recall_rebase(struct recall *r, uint64_t by_us)
+{
+	uint64_t n = by_us / REMOLO_RECALL_BIN_US;
+
+	if (n == 0)
+		return;
+	for (uint32_t b = 1; b < REMOLO_RECALL_BINS; b++) {
+		uint32_t to = b > n ? b - (uint32_t)n : 0;
+
+		r->bins[to] += r->bins[b];
+		r->bins[b] = 0;
+	}
+}
+
+bool recall_valid(const struct recall *r)
+{
+	uint64_t total = 0;
+
+	/* No more weight than the aging lets a memory hold: then no bin, nor
+	 * a rebase's sum of them, overflows. */
+	for (uint32_t b = 0; b < REMOLO_RECALL_BINS; b++)
+		total += r->bins[b];
+	return total <= REMOLO_RECALL_TOTAL_MAX;
+}

@@ -1,0 +1,183 @@
+import RemoloPlayoutCore
+import RemoloPlayout
+import Testing
+
+/// A returning sender (recall.c, chooser_recall): the chooser with the lab's
+/// `chooser` settings and recall_permille, in virtual time (movement packets
+/// at 120 Hz, each with its lateness over its zero-delay slot). A session
+/// runs, what it leaves (chooser_recall_out) is loaded by the next, as the
+/// receiver does per sender and network. The expectations follow from the
+/// rule (docs/playout.md, "A returning sender"), worked out per case.
+@Suite struct RecallTests {
+    static let frameUs: UInt64 = 8_333
+
+    static func config() -> playout_config {
+        var c = ChooserTests.config()
+        c.recall_permille = REMOLO_RECALL_PERMILLE
+        return c
+    }
+
+    /// Every 10th packet `spikeUs` late, the rest on time: 10% of the
+    /// packets are late by about spikeUs at no delay, more than the 4.5%
+    /// share, so the memory reads a delay just under spikeUs.
+    static func spiky(_ spikeUs: UInt64) -> @Sendable (Int) -> UInt64 { { i in i % 10 == 5 ? spikeUs : 0 } }
+
+    struct Session {
+        var delays: [UInt32] = []
+        var held: [Bool] = []
+        var left = recall()
+    }
+
+    /// One session of `packets` from `memory`.
+    static func session(_ memory: recall, packets: Int, lateness: (Int) -> UInt64) -> Session {
+        var cfg = config()
+        var c = chooser()
+        var mem = memory
+        chooser_init(&c, cfg.delay_start_us)
+        chooser_recall(&c, &cfg, &mem)
+        var s = Session()
+        for i in 0..<packets {
+            let ref = 1_000_000 + UInt64(i) * frameUs
+            chooser_add(&c, &cfg, ref + lateness(i), ref, UInt32(frameUs), i > 0)
+            s.delays.append(chooser_delay_us(&c))
+            s.held.append(c.holding)
+        }
+        chooser_recall_out(&c, &s.left)
+        return s
+    }
+
+    static func empty() -> recall { var r = recall(); recall_init(&r); return r }
+
+    /// A memory of `packets` packets on `lateness`, built in sessions of 2,000.
+    static func learned(_ packets: Int, _ lateness: @escaping (Int) -> UInt64) -> recall {
+        var m = empty()
+        var left = packets
+        while left > 0 {
+            m = session(m, packets: min(2_000, left), lateness: lateness).left
+            left -= 2_000
+        }
+        return m
+    }
+
+    // 1: a first session (no memory) is the chooser's own: never held.
+    @Test func case1_firstSessionIsTheChoosers() {
+        let s = Self.session(Self.empty(), packets: 2_000, lateness: Self.spiky(30_000))
+        #expect(!s.held.contains(true))
+        #expect(s.left.packets == 2_000)
+    }
+
+    // 2: a memory of fewer than REMOLO_RECALL_MIN_PACKETS is not held (one
+    // session's holds are its own luck), however clear it reads.
+    @Test func case2_aThinMemoryIsNotHeld() {
+        var m = Self.learned(Int(REMOLO_RECALL_MIN_PACKETS) - 2_000, Self.spiky(30_000))
+        #expect(!recall_usable(&m))
+        let s = Self.session(m, packets: 600, lateness: Self.spiky(30_000))
+        #expect(!s.held.contains(true))
+    }
+
+    // 3: a learned memory is held from the session's first packet, at the
+    // lateness 10% of the packets reach (less the catch-up's head start:
+    // within a frame below 30 ms), and kept while the network agrees.
+    @Test func case3_aReturningSenderStartsAtItsNetworksDelay() {
+        let m = Self.learned(10_000, Self.spiky(30_000))
+        var mm = m
+        #expect(recall_usable(&mm))
+        let s = Self.session(m, packets: 4_000, lateness: Self.spiky(30_000))
+        #expect(s.held.allSatisfy { $0 })
+        #expect((21_000...30_000).contains(s.delays[0]), "held \(s.delays[0]) us")
+        #expect(Set(s.delays).count == 1, "the held delay never moves")
+    }
+
+    // 4: the same memory on a quiet network: its own packets read 0
+    // against ~25 ms (less than a quarter, by more than 10 ms), so it lets
+    // go at its first check (REMOLO_RECALL_CHECK_PACKETS), goes back to the
+    // chooser (which settles on 0), and leaves only its own packets.
+    @Test func case4_aQuietNetworkOverrulesAStallingMemory() {
+        let m = Self.learned(10_000, Self.spiky(30_000))
+        let s = Self.session(m, packets: 3_000, lateness: { _ in 0 })
+        let check = Int(REMOLO_RECALL_CHECK_PACKETS)
+        #expect(s.held[check - 2])
+        #expect(!s.held[check - 1], "released at packet \(s.held.firstIndex(of: false) ?? -1)")
+        #expect(s.delays.last == 0)
+        #expect(s.left.packets == 3_000, "the old network's memory is dropped")
+    }
+
+    // 5: a quiet memory (it reads 0) on a network that is 30 ms late one
+    // packet in ten: its own reading is more than four times 0 plus 10 ms,
+    // so it lets go at the first check and the chooser learns the spikes
+    // (ChooserTests case 6: it covers them).
+    @Test func case5_aStallingNetworkOverrulesAQuietMemory() {
+        let m = Self.learned(10_000, { _ in 0 })
+        let s = Self.session(m, packets: 3_000, lateness: Self.spiky(30_000))
+        #expect(s.held[0] && s.delays[0] == 0)
+        #expect(!s.held[Int(REMOLO_RECALL_CHECK_PACKETS) - 1])
+        #expect((20_000...30_000).contains(s.delays.last ?? 0), "the chooser's pick \(s.delays.last ?? 0)")
+    }
+
+    // 6: one 200 ms outlier in a held session moves nothing.
+    @Test func case6_oneOutlierDoesNotMoveIt() {
+        let m = Self.learned(10_000, Self.spiky(30_000))
+        let s = Self.session(m, packets: 3_000, lateness: { i in i == 1_500 ? 200_000 : Self.spiky(30_000)(i) })
+        #expect(s.held.allSatisfy { $0 })
+        #expect(Set(s.delays).count == 1)
+    }
+
+    // 7: merging ages the old memory once per 2^13 packets crossed: a
+    // memory at 8,000 packets and a session of 400 cross 8,192 once, so
+    // the old bins lose 1/8.
+    @Test func case7_mergeAgesTheOldMemory() {
+        var old = Self.empty(), own = Self.empty(), out = recall()
+        old.packets = 8_000
+        withUnsafeMutableBytes(of: &old.bins) { $0.bindMemory(to: UInt32.self)[3] = 8_000 }
+        own.packets = 400
+        withUnsafeMutableBytes(of: &own.bins) { $0.bindMemory(to: UInt32.self)[3] = 100 }
+        recall_merge(&out, &old, &own)
+        let b3 = withUnsafeBytes(of: out.bins) { $0.bindMemory(to: UInt32.self)[3] }
+        #expect(b3 == 7_000 + 100)
+        #expect(out.packets == 8_400)
+    }
+
+    // 8: a rise of the offset moves the session's latenesses down by it
+    // (the clock's step is not lateness), the last bin's too.
+    @Test func case8_rebaseMovesLatenessDown() {
+        var r = Self.empty()
+        recall_add(&r, 5_500); recall_add(&r, 200_000)
+        recall_rebase(&r, 3_000)
+        let bins = withUnsafeBytes(of: r.bins) { Array($0.bindMemory(to: UInt32.self)) }
+        #expect(bins[2] == REMOLO_RECALL_WEIGHT && bins[Int(REMOLO_RECALL_BINS) - 4] == REMOLO_RECALL_WEIGHT)
+        #expect(bins.reduce(0, +) == 2 * REMOLO_RECALL_WEIGHT)
+    }
+
+    /// The file: a round trip, and every damaged form refused with a fix.
+    @Test func fileRoundTripAndDamage() throws {
+        let m = DelayRecall(Self.learned(10_000, Self.spiky(30_000)))
+        let back = try DelayRecall(data: m.data)
+        #expect(back == m && back.isUsable && m.data.count == 520)
+        #expect(back.delayUs(permille: REMOLO_RECALL_PERMILLE) == m.delayUs(permille: REMOLO_RECALL_PERMILLE))
+        var bad = m.data; bad[0] = 0x58
+        #expect(throws: PlayoutError.self) { try DelayRecall(data: bad) }
+        #expect(throws: PlayoutError.self) { try DelayRecall(data: Array(m.data.dropLast())) }
+        var heavy = m; heavy.bins[7] = REMOLO_RECALL_TOTAL_MAX
+        #expect(throws: PlayoutError.self) { try DelayRecall(data: heavy.data) }
+        #expect(!DelayRecall().isUsable)
+    }
+
+    /// Through the playout: a loaded memory sets the delay of the first
+    /// packet (no ramp from the start delay), and `recall` returns it with
+    /// the session's packets added.
+    @Test func throughThePlayout() throws {
+        let cfg = Self.config()
+        let m = DelayRecall(Self.learned(10_000, Self.spiky(30_000)))
+        let p = try Playout(config: PlayoutConfig(cfg))
+        p.load(recall: m)
+        #expect(p.heldDelayUs == m.delayUs(permille: cfg.recall_permille))
+        var tx: UInt64 = 5_000_000
+        for i in 0..<300 {
+            let pkt = PointerPacket(senderTimeUs: tx, kind: .motion, a: 256, b: 0)
+            p.push(pkt, arrivalUs: tx + 2_000 + Self.spiky(30_000)(i))
+            tx += Self.frameUs
+            if i == 0 { #expect(p.delayUs == p.heldDelayUs) }
+        }
+        #expect(p.recall.packets == m.packets + 300)
+    }
+}
