@@ -194,6 +194,9 @@ struct rx_loop {
 	struct playout po[REMOLO_SESSIONS_MAX];
 	uint8_t active[REMOLO_SESSIONS_MAX];
 	uint32_t session_no[REMOLO_SESSIONS_MAX]; /* serial of the session in a slot */
+	/* Where each session's memory goes when it ends (rx_cmd.recall),
+	 * NULL = nowhere. */
+	struct recall *recall_to[REMOLO_SESSIONS_MAX];
 	uint64_t tick_expirations;      /* since the timer last started */
 	uint32_t tick_ns;               /* drain period (rx_config.tick_ns) */
 	struct playout_config pcfg;

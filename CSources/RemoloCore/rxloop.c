@@ -466,7 +466,8 @@ static void on_datagram(struct rx_loop *l, const struct rx_ev *ev)
 /* ---- sessions and commands ---------------------------------------------- */
 
 /* Plays out what the session still holds at once and releases its buttons,
- * so nothing is lost and no button sticks when a sender goes away. */
+ * so nothing is lost and no button sticks when a sender goes away; hands
+ * what it learned of its network to the caller's memory, if it has one. */
 static void end_session(struct rx_loop *l, uint32_t slot, uint64_t now)
 {
 	struct playout_out o;
@@ -482,6 +483,10 @@ static void end_session(struct rx_loop *l, uint32_t slot, uint64_t now)
 		memset(&m, 0, sizeof(m));
 		merge(l, &m, &o);
 		(void)emit_tick(l, &m);
+	}
+	if (l->recall_to[slot]) {
+		chooser_recall_out(&l->po[slot].delay.chooser, l->recall_to[slot]);
+		l->recall_to[slot] = NULL;
 	}
 	l->active[slot] = 0;
 }
@@ -503,6 +508,10 @@ static int32_t run_cmd(struct rx_loop *l, const struct rx_cmd *c, bool *stop)
 			r = -EINVAL;
 			break;
 		}
+		/* Before any packet: the held delay is the session's first. */
+		if (c->recall)
+			chooser_recall(&l->po[r].delay.chooser, &l->pcfg, c->recall);
+		l->recall_to[r] = c->recall;
 		l->active[r] = 1;
 		l->st.slot_opened[r] = 0;
 		l->st.sessions_added++;

@@ -69,13 +69,7 @@ public enum Policy: Sendable, Equatable {
     }
 
     /// The default with the delay chooser instead of the window's quantile.
-    public static var chooserConfig: PlayoutConfig {
-        var c = PlayoutConfig.default
-        c.stallWeight = UInt32(REMOLO_STALL_WEIGHT)
-        c.delayMaxUs = UInt32(REMOLO_CHOOSER_DELAY_MAX_US)
-        c.recallPermille = UInt32(REMOLO_RECALL_PERMILLE)
-        return c
-    }
+    public static var chooserConfig: PlayoutConfig { .chooser }
 
     /// `base` with its delay pinned: min = max = start.
     public static func pinned(_ base: PlayoutConfig, delayUs: UInt32) -> PlayoutConfig {

@@ -82,6 +82,21 @@ public struct PlayoutConfig: Sendable, Equatable {
         return PlayoutConfig(c)
     }
 
+    /// The default with the delay chosen by replaying the recent past
+    /// (`stallWeight`) and a returning sender's memory (`recallPermille`):
+    /// `remolo receive --delay chooser`, the lab's `chooser` policy.
+    public static var chooser: PlayoutConfig {
+        var c = PlayoutConfig.default
+        c.stallWeight = UInt32(REMOLO_STALL_WEIGHT)
+        c.delayMaxUs = UInt32(REMOLO_CHOOSER_DELAY_MAX_US)
+        c.recallPermille = UInt32(REMOLO_RECALL_PERMILLE)
+        return c
+    }
+
+    /// Whether sessions learn from and leave a memory of their sender's
+    /// network (`Playout.recall`, `Playout.load(recall:)`).
+    public var keepsRecall: Bool { stallWeight != 0 && recallPermille != 0 }
+
     /// The design note's policy, exactly: kept for comparison.
     public static var seed: PlayoutConfig {
         var c = playout_config()

@@ -36,6 +36,12 @@ public final class ReceiveLoop: @unchecked Sendable {
     /// lifting any finger a failed write left down.
     private let touchpadOutput: TouchpadOutput
     private let touchpad = Mutex<TouchpadDevice?>(nil)
+    /// The memory each live session was given (`addSession(recall:)`), which
+    /// the loop writes over when the session ends, and who hears of it.
+    private let recalls = Mutex<[SessionID: RecallBuffer]>([:])
+    /// Memories the loop may still read or write (a command that timed
+    /// out): kept until the loop has stopped.
+    private let retired = Mutex<[RecallBuffer]>([])
 
     /// How long a command may wait for the loop (it runs within a tick).
     static let commandTimeout = 2.0
@@ -264,10 +270,27 @@ public final class ReceiveLoop: @unchecked Sendable {
     }
 
     /// Opens datagrams of this session from now on.
-    public func addSession(_ id: SessionID, key: DatagramKey) throws(ReceiverError) {
-        let r = try command(RawLoop.command(RX_OP_ADD_SESSION, id, key: key))
+    /// - Parameters:
+    ///   - recall: the memory of this sender's earlier sessions on its
+    ///     network; with a playout configuration that keeps one
+    ///     (`PlayoutConfig.keepsRecall`), a usable one sets the session's
+    ///     first delay (docs/playout.md, "A returning sender").
+    ///   - recallEnded: hears, once the session has ended (removed, or the
+    ///     loop stopped), the memory it leaves: `recall` and its own packets.
+    public func addSession(_ id: SessionID, key: DatagramKey, recall: DelayRecall? = nil,
+                           recallEnded: (@Sendable (DelayRecall) -> Void)? = nil) throws(ReceiverError) {
+        var c = RawLoop.command(RX_OP_ADD_SESSION, id, key: key)
+        let buffer = recall.map { RecallBuffer($0, ended: recallEnded) }
+        c.recall = buffer?.pointer
+        let r: Int32
+        do { r = try command(c) } catch {
+            // Queued, perhaps run later: the loop may hold the pointer.
+            if let buffer { retired.withLock { $0.append(buffer) } }
+            throw error
+        }
         if r >= 0 {
             slots.withLock { $0[id] = Int(r) }
+            if let buffer { recalls.withLock { $0[id] = buffer } }
             return
         }
         switch -r {
@@ -289,7 +312,15 @@ public final class ReceiveLoop: @unchecked Sendable {
     @discardableResult
     public func removeSession(_ id: SessionID) throws(ReceiverError) -> Bool {
         slots.withLock { _ = $0.removeValue(forKey: id) }
-        return try command(RawLoop.command(RX_OP_REMOVE_SESSION, id)) == 0
+        let buffer = recalls.withLock { $0.removeValue(forKey: id) }
+        let removed: Bool
+        do { removed = try command(RawLoop.command(RX_OP_REMOVE_SESSION, id)) == 0 } catch {
+            if let buffer { retired.withLock { $0.append(buffer) } }
+            throw error
+        }
+        // The removal has run: the loop wrote the memory and let go of it.
+        if removed { buffer?.hand() }
+        return removed
     }
 
     /// Datagrams of this session opened so far (what its receipts say);
@@ -410,6 +441,11 @@ public final class ReceiveLoop: @unchecked Sendable {
         let first = stopped.withLock { s -> Bool in defer { s = true }; return !s }
         guard first else { return }
         raw.stop()
+        // The loop ended every session still live and wrote its memory; a
+        // command that timed out has run by now or never will.
+        let left = recalls.withLock { r in defer { r = [:] }; return Array(r.values) }
+            + retired.withLock { r in defer { r = [] }; return r }
+        for b in left { b.hand() }
         if let a = adapter {
             // The loop's flush released every session's buttons into the
             // pipe; a release it could not write (the pipe full) goes now,
@@ -424,4 +460,25 @@ public final class ReceiveLoop: @unchecked Sendable {
             r.finish(unrecorded: s.unrecordedArrivals + s.recordErrors)
         }
     }
+}
+
+/// One session's memory where the loop can read and write it
+/// (`rx_cmd.recall`): the caller's until the session's removal has run or
+/// the loop has stopped.
+private final class RecallBuffer: @unchecked Sendable {
+    // @unchecked Sendable: the loop thread writes the memory only before the
+    // removal's result (or the loop's stop) that `hand` waits behind.
+    let pointer: UnsafeMutablePointer<recall>
+    private let ended: (@Sendable (DelayRecall) -> Void)?
+
+    init(_ memory: DelayRecall, ended: (@Sendable (DelayRecall) -> Void)?) {
+        pointer = .allocate(capacity: 1)
+        pointer.initialize(to: memory.c)
+        self.ended = ended
+    }
+
+    deinit { pointer.deallocate() }
+
+    /// Tells whoever asked what the session left.
+    func hand() { ended?(DelayRecall(pointer.pointee)) }
 }

@@ -65,12 +65,16 @@ public final class Receiver: @unchecked Sendable {
     ///   - gestures: grant gestures (a virtual touchpad, made at the first
     ///     grant) to senders that ask; `touchpad` says where they go (nil:
     ///     `ReceiveLoop`'s choice).
+    ///   - delayMemory: where each sender's sessions leave what they learned
+    ///     of their network, and where the next session on that network
+    ///     starts from; used with a `playout` that keeps one
+    ///     (`PlayoutConfig.keepsRecall`), nil keeps nothing.
     ///   - onEvent: one line per session event (for logs).
     public init(host: String = "0.0.0.0", port: UInt16, trust: ReceiverTrust, output: ReceiverOutput,
                 playout: PlayoutConfig = .default, drain: DrainRate = .default, realtimePriority: Int32 = 0,
                 limits: SessionLimits = SessionLimits(), recordArrivals: ArrivalRecorder? = nil,
                 keyboard: ReceiverKeyboard = ReceiverKeyboard(), redundancy: Bool = true,
-                gestures: Bool = true, touchpad: TouchpadOutput? = nil,
+                gestures: Bool = true, touchpad: TouchpadOutput? = nil, delayMemory: DelayMemory? = nil,
                 onEvent: @escaping @Sendable (String) -> Void = { _ in }) throws {
         try ReceiveLoop.probe()
         let (listener, udp) = try Self.bindPair(host: host, port: port)
@@ -108,10 +112,11 @@ public final class Receiver: @unchecked Sendable {
             listener: listener, trust: trust, limits: limits,
             onRejected: { e in onEvent("refused a connection: \(e)") },
             onConfirmed: { result throws(SessionError) in
-                let id: SessionID
+                let id = result.keys.sessionID
+                let (recall, ended) = Receiver.memory(result, playout: playout, store: delayMemory, onEvent: onEvent)
                 do {
-                    id = result.keys.sessionID
-                    try loop.addSession(id, key: DatagramKey(secret: result.keys.datagramKey))
+                    try loop.addSession(id, key: DatagramKey(secret: result.keys.datagramKey),
+                                        recall: recall, recallEnded: ended)
                 } catch {
                     throw .io("cannot register the session: \(error)")
                 }
@@ -240,6 +245,34 @@ public final class Receiver: @unchecked Sendable {
                 closed = true
             }
         }
+    }
+
+    /// The memory a session of `result`'s sender on its network starts
+    /// from (empty the first time), and where what it leaves goes; none
+    /// without a store, a playout that keeps one, or a known network. A
+    /// file that cannot be read costs a cold start and a note, never the
+    /// session.
+    static func memory(_ result: HandshakeResult, playout: PlayoutConfig, store: DelayMemory?,
+                       onEvent: @escaping @Sendable (String) -> Void)
+        -> (DelayRecall?, (@Sendable (DelayRecall) -> Void)?) {
+        guard playout.keepsRecall, let store, let network = result.network else { return (nil, nil) }
+        let peer = result.peer
+        var memory = DelayRecall()
+        do {
+            if let m = try store.load(sender: peer, network: network) { memory = m }
+        } catch {
+            onEvent("note: \(error)")
+        }
+        if memory.isUsable {
+            let ms = Double(memory.delayUs(permille: playout.recallPermille)) / 1000
+            onEvent("sender \(peer.fingerprint) on \(network): starts at \(String(format: "%.0f", ms)) ms, "
+                    + "what its \(memory.packets) packets there needed")
+        }
+        return (memory, { left in
+            do { try store.save(left, sender: peer, network: network) } catch {
+                onEvent("note: the sender's delay memory is not kept: \(error)")
+            }
+        })
     }
 
     /// Records when the sender was last seen and, for a sender that has

@@ -117,7 +117,8 @@ public final class ControlServer: Sendable {
         guard case .ping(let token) = try channel.receiveRaw(deadline: deadline) else {
             channel.close(); throw .confirmationFailed
         }
-        let result = hs.result!
+        var result = hs.result!
+        result.network = conn.peerNetwork
         do { try onConfirmed(result) } catch { channel.close(); throw error }
         // Within the handshake's deadline, not the idle timeout.
         do { try channel.send(.pong(token), timeout: max(0, deadline - monotonicSeconds())) } catch {

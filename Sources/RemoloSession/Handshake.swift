@@ -34,6 +34,9 @@ public struct HandshakeResult: Sendable {
     public let peer: PublicKey
     /// True if this handshake was a pairing (XXpsk3).
     public let isPairing: Bool
+    /// The sender's network as the receiver sees its address
+    /// (`TCPConnection.peerNetwork`); nil where unknown (the sender's side).
+    public var network: String? = nil
 }
 
 /// Why a handshake failed.

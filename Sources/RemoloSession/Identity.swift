@@ -240,6 +240,15 @@ func writeFileAtomically(_ path: String, bytes: UnsafeRawBufferPointer, mode: mo
     guard rename(tmp, path) == 0 else { let e = ConfigError.errno(path, "rename"); unlink(tmp); throw e }
 }
 
+/// `writeFileAtomically` for other modules: `bytes`, mode 0600.
+package func writePrivateFileAtomically(_ path: String, bytes: [UInt8]) throws(ConfigError) {
+    var failure: ConfigError?
+    bytes.withUnsafeBytes { b in
+        do throws(ConfigError) { try writeFileAtomically(path, bytes: b, mode: 0o600) } catch { failure = error }
+    }
+    if let failure { throw failure }
+}
+
 /// Root changing a file in a directory it does not own (`sudo remolo peers
 /// forget ...` on the service's directory, which belongs to the service's
 /// user) gives the file to the directory's owner: a file left to root,

@@ -83,6 +83,52 @@ public final class TCPConnection: @unchecked Sendable {
         }
     }
 
+    /// The network the other end is on, as this end sees its address: the
+    /// IPv4 /24 ("192.168.1.0/24") or the IPv6 /64 ("fd00:1:2:3::/64"); an
+    /// IPv4-mapped IPv6 address counts as IPv4. A home Wi-Fi hands out
+    /// addresses from one such prefix, a phone on mobile data or another
+    /// access network gets another: the receiver keys what it learned of a
+    /// sender's network by it. Nil when the socket cannot say.
+    public var peerNetwork: String? {
+        var ss = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let ok = withUnsafeMutablePointer(to: &ss) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &len) == 0 }
+        }
+        guard ok else { return nil }
+        var bytes: [UInt8]
+        switch Int32(ss.ss_family) {
+        case AF_INET:
+            bytes = withUnsafePointer(to: &ss) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a in withUnsafeBytes(of: a.pointee.sin_addr) { Array($0) } }
+            }
+        case AF_INET6:
+            bytes = withUnsafePointer(to: &ss) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a in withUnsafeBytes(of: a.pointee.sin6_addr) { Array($0) } }
+            }
+            // ::ffff:a.b.c.d (RFC 4291 2.5.5.2), from a dual-stack socket.
+            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+                bytes = Array(bytes[12..<16])
+            }
+        default:
+            return nil
+        }
+        return Self.network(of: bytes)
+    }
+
+    /// The /24 of a 4-byte address, the /64 of a 16-byte one.
+    public static func network(of address: [UInt8]) -> String? {
+        switch address.count {
+        case 4:
+            return "\(address[0]).\(address[1]).\(address[2]).0/24"
+        case 16:
+            let groups = (0..<4).map { String(UInt16(address[2 * $0]) << 8 | UInt16(address[2 * $0 + 1]), radix: 16) }
+            return groups.joined(separator: ":") + "::/64"
+        default:
+            return nil
+        }
+    }
+
     /// Whatever bytes have arrived (at most `max`), nil if none yet; never
     /// waits. Throws `.closed` at end-of-file.
     public func readAvailable(max: Int) throws(SocketError) -> [UInt8]? {

@@ -57,6 +57,7 @@ struct ReceiveOptions {
     var authority = false
     var drain: (rate: DrainRate, line: String) = (.default, "")
     var outputKind = OutputKind.auto
+    var playout = PlayoutConfig.default
 }
 
 /// The receiver's web page, if --web: its server, the data channel beside
@@ -128,6 +129,12 @@ func parseReceiveOptions(_ args: [String]) -> ReceiveOptions {
         case "--no-redundancy": r.redundancy = false
         case "--no-gestures": r.gestures = false
         case "--drain-hz": drainArg = o.value()
+        case "--delay":
+            switch o.value() {
+            case "default": r.playout = .default
+            case "chooser": r.playout = .chooser
+            case let v: fail("--delay takes default or chooser, not '\(v)'")
+            }
         default: o.unknown()
         }
     }
@@ -200,11 +207,11 @@ func startReceiver(_ o: ReceiveOptions, identity: Identity, dir: ConfigDirectory
             FileHandle.standardError.write(Data(("remolo: no sender is paired yet: run `remolo pair` "
                 + "(or `remolo receive --pair`) and `remolo send --to HOST:PORT --pair CODE` on the sender, or `remolo receive --pair --web 8443` for a phone\n").utf8))
         }
-        return try Receiver(host: o.host, port: o.port, trust: trust, output: output, drain: o.drain.rate,
+        return try Receiver(host: o.host, port: o.port, trust: trust, output: output, playout: o.playout, drain: o.drain.rate,
                             realtimePriority: o.rt, recordArrivals: recorder,
                             keyboard: o.typing ? ReceiverKeyboard(enabled: true, keymap: keymap) : .off,
                             redundancy: o.redundancy, gestures: o.gestures, touchpad: touchpadOutput(o),
-                            onEvent: { say($0) })
+                            delayMemory: DelayMemory(in: dir), onEvent: { say($0) })
     } catch let e as PointerDeviceError where e.operation == "create" && e.errno == ENOENT {
         // After modprobe, a user other than root also needs access to it.
         fail("\(e.message) Then, to run as a normal user: the udev rule `\(PointerDeviceError.udevRule)` "
@@ -224,6 +231,10 @@ func sayStarted(_ o: ReceiveOptions, rx: Receiver, identity: Identity, session: 
     say("receiver \(identity.fingerprint) listening on \(formatHostPort(o.host, rx.port)) (tcp+udp), \(target)")
     if o.sinkPath == nil { say("output: \(outputLine)") }
     say(o.drain.line)
+    if o.playout.keepsRecall {
+        say("delay: chosen by replaying the last seconds; a returning sender starts from its network's memory "
+            + "(\(DelayMemory.directoryName)/ in the config directory)")
+    }
     say(rx.receiveBuffer.description)
     if let node = rx.loop.devnode, session.desktop != .none {
         // Off the start-up path: the desktop takes the device a moment

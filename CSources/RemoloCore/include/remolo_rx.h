@@ -84,7 +84,7 @@ _Static_assert(REMOLO_SESSIONS_MAX <= 256, "record: a slot fits in a byte");
 
 /* ---- commands (any thread -> loop) -------------------------------------- */
 enum rx_op {
-	RX_OP_ADD_SESSION = 1,          /* id, key; result: the session's slot */
+	RX_OP_ADD_SESSION = 1,          /* id, key, recall; result: the session's slot */
 	RX_OP_REMOVE_SESSION = 2,       /* id: flush, release buttons, forget */
 	RX_OP_PUSH = 3,                 /* id, pkt from the control channel: a
 					 * button, or fallback motion/scroll */
@@ -119,6 +119,14 @@ enum rx_op {
 struct rx_cmd {
 	struct playout_pkt pkt;
 	struct tpdev *tp;               /* RX_OP_TOUCHPAD */
+	/* RX_OP_ADD_SESSION: NULL, or this sender's memory from its earlier
+	 * sessions on this network (chooser_recall; recall_valid checked by
+	 * the caller). The loop reads it before the session's first packet
+	 * and writes over it, when the session ends (removed, or the loop
+	 * stopping), what the session leaves (chooser_recall_out). So it is
+	 * the caller's until the session's removal has run or the loop has
+	 * stopped, as a touchpad is; a session refused writes nothing. */
+	struct recall *recall;
 	uint8_t key[WIRE_KEY_LEN];
 	uint8_t id[WIRE_ID_LEN];
 	uint8_t op;

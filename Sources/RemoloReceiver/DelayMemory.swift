@@ -1,0 +1,97 @@
+// Where the receiver keeps what each sender's sessions learned of their
+// network (DelayRecall), between sessions and across restarts.
+internal import Glibc
+import Foundation
+import RemoloPlayout
+import RemoloSession
+
+/// The receiver's memories of its senders' networks: one 520-byte file per
+/// sender and network in a directory of their own
+/// (`delay-memory/` in the config directory). A session from a sender on a
+/// network it used before starts at the delay that network needed
+/// (docs/playout.md, "A returning sender"); one from a new network starts
+/// cold, so a phone that moves from the home Wi-Fi to another one never
+/// plays its first seconds at the old network's delay.
+public struct DelayMemory: Sendable {
+    /// The directory's name inside the config directory.
+    public static let directoryName = "delay-memory"
+    /// Files kept at most: past it, saving a new one removes the one
+    /// untouched for longest (a sender on many networks cannot fill a disk).
+    public static let maxFiles = 256
+
+    public let directory: String
+
+    public init(directory: String) { self.directory = directory }
+
+    /// In the receiver's config directory.
+    public init(in dir: ConfigDirectory) { directory = dir.file(Self.directoryName) }
+
+    /// The file of `sender` on `network` (`TCPConnection.peerNetwork`).
+    public func path(sender: PublicKey, network: String) -> String {
+        let net = String(network.map { $0 == "/" ? "_" : $0 })
+        return directory + "/" + sender.fingerprint + "@" + net
+    }
+
+    /// The memory of `sender` on `network`: nil for none yet. Throws for a
+    /// file that cannot be read or is damaged (the error says how to fix).
+    public func load(sender: PublicKey, network: String) throws -> DelayRecall? {
+        let p = path(sender: sender, network: network)
+        let fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw DelayMemoryError(path: p, message: "cannot read it: \(String(cString: strerror(errno))); remove it and the sender's next session starts cold")
+        }
+        defer { close(fd) }
+        // One byte more than a memory takes: a longer file is refused.
+        var buf = [UInt8](repeating: 0, count: DelayRecall().data.count + 1)
+        var got = 0
+        while got < buf.count {
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, $0.count - got) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            got += n
+        }
+        do { return try DelayRecall(data: Array(buf[0..<got])) } catch {
+            throw DelayMemoryError(path: p, message: "\(error)")
+        }
+    }
+
+    /// Saves what a session of `sender` on `network` left; replaces the
+    /// file in one rename (a reader never sees half of it).
+    public func save(_ memory: DelayRecall, sender: PublicKey, network: String) throws {
+        try ConfigDirectory(path: directory).ensureExists()
+        let p = path(sender: sender, network: network)
+        let isNew = access(p, F_OK) != 0
+        try writePrivateFileAtomically(p, bytes: memory.data)
+        if isNew { prune() }
+    }
+
+    /// The number of memories kept.
+    public var count: Int { files().count }
+
+    /// Removes the oldest files past `maxFiles`.
+    private func prune() {
+        let all = files()
+        guard all.count > Self.maxFiles else { return }
+        for (name, _) in all.sorted(by: { $0.1 < $1.1 }).prefix(all.count - Self.maxFiles) {
+            unlink(directory + "/" + name)
+        }
+    }
+
+    /// Each memory file with its modification time.
+    private func files() -> [(String, Double)] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        return names.filter { $0.contains("@") && !$0.contains(".tmp.") }.compactMap { n in
+            var st = stat()
+            guard stat(directory + "/" + n, &st) == 0 else { return nil }
+            return (n, Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
+        }
+    }
+}
+
+/// A memory file that cannot be read, and how to fix it.
+public struct DelayMemoryError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let path: String
+    public let message: String
+    public var description: String { "\(path): \(message)" }
+}
