@@ -45,9 +45,12 @@
  * different network. The bound is wide because one session's reading is
  * that session's luck: on a link that holds for 150-300 ms every 10 s,
  * 8.5 s of movement read anything from 22 to 127 ms where the memory
- * reads 62; a quiet network after a stalling one reads 0 against 75. Then the session goes back to the costs, and the memory is
- * dropped: what the next session starts from is this session's packets,
- * the new network's.
+ * reads 62; a quiet network after a stalling one reads 0 against 75.
+ * Then the session goes back to the costs (the window's quantile without
+ * stall_weight: delay.c), and the memory is dropped: what the next
+ * session starts from is this session's packets, the new network's.
+ * Without stall_weight only candidate 0, the zero-delay shadow the memory
+ * reads, is run.
  *
  * Per packet: one pass over the candidates (a few adds and compares each),
  * one histogram bin, every 128 packets one pass over the histogram; no
@@ -104,6 +107,9 @@ uint32_t chooser_delay_us(const struct chooser *c)
 	return c->holding ? c->held_us : candidates_us[c->pick];
 }
 
+_Static_assert(((const uint32_t[])REMOLO_CHOOSER_CANDIDATES_US)[0] == 0,
+	       "candidate 0 is the zero-delay shadow the memory reads");
+
 /* The session's own packets against the held delay. */
 static void check_held(struct chooser *c, const struct playout_config *cfg)
 {
@@ -124,8 +130,11 @@ void chooser_add(struct chooser *c, const struct playout_config *cfg, uint64_t r
 	 * frame * 1000 / (1000 + catchup_permille). */
 	uint64_t fast = (uint64_t)frame_us * 1000 / (1000 + cfg->catchup_permille);
 	uint32_t best = 0;
+	/* Without the costs (recall_permille alone) only the zero-delay
+	 * shadow is needed: the memory's lateness. */
+	uint32_t n = cfg->stall_weight ? REMOLO_CHOOSER_CANDIDATES : 1;
 
-	for (uint32_t k = 0; k < REMOLO_CHOOSER_CANDIDATES; k++) {
+	for (uint32_t k = 0; k < n; k++) {
 		uint64_t slot = ref_us + candidates_us[k];
 		uint64_t busy = joined ? c->end_us[k] : 0;   /* the shadow plays until then */
 		uint64_t from = later(slot, busy);

@@ -52,6 +52,7 @@ void playout_config_default(struct playout_config *cfg)
 	cfg->delay_margin_us = REMOLO_DEFAULT_DELAY_MARGIN_US;
 	cfg->keep_max_us = REMOLO_KEEP_MAX_US;
 	cfg->lost_span_max_us = REMOLO_LOST_SPAN_MAX_US;
+	cfg->recall_permille = REMOLO_RECALL_PERMILLE;
 }
 
 int playout_config_set(struct playout_config *cfg, const char *name, int64_t value)

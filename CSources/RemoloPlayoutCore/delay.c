@@ -11,6 +11,15 @@
  *
  * With stall_weight the window is not used: the delay is the chooser's
  * (chooser.c), which replays the recent past at a set of candidate delays.
+ *
+ * With recall_permille, a session given a usable memory of its sender's
+ * network (chooser_recall) holds the delay the memory reads while its own
+ * packets agree, and the window's estimate only after they overrule it
+ * (docs/playout.md, "A returning sender"). The held delay is not clamped
+ * to delay_max_us: that cap keeps one clump in a 240-packet window from
+ * taking the delay past 60 ms (design note, part 4), and the memory's
+ * reading is a share of at least 2^13 packets, not one clump. It is kept
+ * within the candidates' range (REMOLO_CHOOSER_DELAY_MAX_US) instead.
  */
 #include <string.h>
 
@@ -118,6 +127,16 @@ uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uin
 	sorted_insert(d, v);
 
 	d->target_us = target_of(d, cfg);
+	/* Held: the window still learns, for when the hold lets go. The
+	 * change is played through the slew, as the chooser's. */
+	if (d->chooser.holding) {
+		uint32_t held = chooser_delay_us(&d->chooser);
+
+		d->target_us = held < cfg->delay_min_us ? cfg->delay_min_us
+			     : held > REMOLO_CHOOSER_DELAY_MAX_US ? REMOLO_CHOOSER_DELAY_MAX_US : held;
+		d->delay_us = d->target_us;
+		return d->delay_us;
+	}
 
 	if (d->target_us >= d->delay_us) {
 		d->delay_us = d->target_us;     /* worse: grow at once */
@@ -135,7 +154,7 @@ uint32_t delay_update(struct delay_est *d, const struct playout_config *cfg, uin
 void delay_observe(struct delay_est *d, const struct playout_config *cfg, uint64_t rx_us, uint64_t ref_us,
 		   uint32_t frame_us, bool joined)
 {
-	if (cfg->stall_weight)
+	if (cfg->stall_weight || cfg->recall_permille)
 		chooser_add(&d->chooser, cfg, rx_us, ref_us, frame_us, joined);
 }
 
@@ -143,10 +162,10 @@ void delay_rebase(struct delay_est *d, const struct playout_config *cfg, uint64_
 {
 	/* The chooser's shadow schedules are in receiver time: a higher
 	 * offset moves later packets' slots, not what is scheduled. */
-	if (cfg->stall_weight) {
+	if (cfg->stall_weight || cfg->recall_permille)
 		chooser_rebase(&d->chooser, by_us);
+	if (cfg->stall_weight)
 		return;
-	}
 	/* Subtracting a constant (floored at 0) keeps the sorted copy sorted. */
 	for (uint32_t i = 0; i < REMOLO_WINDOW_MAX; i++) {
 		d->ring[i] = d->ring[i] > by_us ? d->ring[i] - (uint32_t)by_us : 0;

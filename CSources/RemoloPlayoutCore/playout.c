@@ -448,7 +448,7 @@ static void place(struct playout *p, uint64_t rx_us, const struct playout_pkt *p
 		if (!p->frame_us && pl->interval > (int64_t)cfg->frame_max_us)
 			pl->interval = cfg->frame_max_us;
 	}
-	if (move && cfg->stall_weight)
+	if (move && (cfg->stall_weight || cfg->recall_permille))
 		delay_observe(&p->delay, cfg, rx_us, pkt->tx_us + (uint64_t)p->clock.offset_us,
 			      clamp_u(pl->interval, cfg->seg_min_us, cfg->seg_max_us), pl->joinable);
 	p->prev_move = move;

@@ -14,11 +14,16 @@ internal import RemoloPlayoutCore
 ///   milliseconds (min = max = start; same spreading, offset and
 ///   stretching), so that against the default only the delay differs.
 /// - `seed`: the design note's policy exactly (`PlayoutConfig.seed`).
-/// - `default`: what the receiver runs (`PlayoutConfig.default`).
+/// - `default`: what the receiver runs (`PlayoutConfig.default`): the
+///   window's quantile, and a returning sender's memory (`recall_permille`;
+///   only `--returning` gives it one).
+/// - `window`: the default without the memory, what it was before it: the
+///   same runs as `default` unless `--returning`, where every session of it
+///   starts cold. Kept for comparison.
 /// - `chooser`: the default with its delay chosen by replaying the recent
 ///   past at candidate delays (`stall_weight` 30, up to 100 ms;
 ///   docs/playout.md, "How the delay is chosen") instead of the window's
-///   quantile. Not the default yet: see docs/smoothness.md.
+///   quantile. Not the default: see docs/smoothness.md.
 /// - `oracle:RATE`: the field notes' oracle, computed in Swift from every
 ///   arrival (see `Oracle`); `oracle` is rate 0.1.
 /// - `seed+field=value+...` / `default+...`: a variant for tuning, with the
@@ -28,6 +33,7 @@ public enum Policy: Sendable, Equatable {
     case fixed(ms: Int)
     case seed
     case `default`
+    case window
     case chooser
     case oracle(rate: Double)
     case custom(name: String, config: PlayoutConfig)
@@ -41,6 +47,7 @@ public enum Policy: Sendable, Equatable {
         case .fixed(let ms): return "fixed:\(ms)"
         case .seed: return "seed"
         case .default: return "default"
+        case .window: return "window"
         case .chooser: return "chooser"
         case .oracle(let r): return r == 0 ? "oracle:0" : "oracle:\(r)"
         case .custom(let n, _): return n
@@ -62,6 +69,7 @@ public enum Policy: Sendable, Equatable {
         case .fixed(let ms): return Self.pinned(.default, delayUs: UInt32(ms * 1000))
         case .seed: return .seed
         case .default: return .default
+        case .window: return Self.windowConfig
         case .chooser: return Self.chooserConfig
         case .oracle: return nil
         case .custom(_, let c): return c
@@ -71,10 +79,19 @@ public enum Policy: Sendable, Equatable {
     /// The default with the delay chooser instead of the window's quantile.
     public static var chooserConfig: PlayoutConfig { .chooser }
 
-    /// `base` with its delay pinned: min = max = start.
+    /// The default without a returning sender's memory.
+    public static var windowConfig: PlayoutConfig {
+        var c = PlayoutConfig.default
+        c.recallPermille = 0
+        return c
+    }
+
+    /// `base` with its delay pinned: min = max = start, and no memory (a
+    /// held delay is not bound by the window's clamp).
     public static func pinned(_ base: PlayoutConfig, delayUs: UInt32) -> PlayoutConfig {
         var c = base
         c.delayMinUs = delayUs; c.delayMaxUs = delayUs; c.delayStartUs = delayUs
+        c.recallPermille = 0
         return c
     }
 
@@ -90,7 +107,7 @@ public enum Policy: Sendable, Equatable {
     public var fixedMs: Int? { if case .fixed(let ms) = self { return ms } else { return nil } }
 
     public static var names: String {
-        "arrival, fixed:MS, seed, default, chooser, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+..."
+        "arrival, fixed:MS, seed, default, window, chooser, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+..."
     }
 
     /// Parses one policy name; throws a message naming the valid ones.
@@ -99,6 +116,7 @@ public enum Policy: Sendable, Equatable {
         case "arrival": return .arrival
         case "seed": return .seed
         case "default": return .default
+        case "window": return .window
         case "chooser": return .chooser
         case "oracle": return .oracle(rate: 0.1)
         default: break

@@ -60,11 +60,12 @@ public struct PlayoutConfig: Sendable, Equatable {
     /// With `stallWeight`: a candidate replaces the one in use only when it
     /// costs less by this share (permille).
     public var chooseHysteresisPermille: UInt32
-    /// With `stallWeight`: 0, off. Otherwise the chooser keeps this
-    /// sender's lateness across sessions (`Playout.recall`), and a session
-    /// given a usable memory holds the delay that this share (permille) of
-    /// its packets exceeded at no delay, until its own packets disagree
-    /// (docs/playout.md, "A returning sender").
+    /// 0, off. Otherwise the session keeps this sender's lateness across
+    /// sessions (`Playout.recall`), and a session given a usable memory
+    /// holds the delay that this share (permille) of its packets exceeded
+    /// at no delay, until its own packets disagree; then the window's
+    /// estimate, or the chooser's with `stallWeight` (docs/playout.md, "A
+    /// returning sender").
     public var recallPermille: UInt32
     /// With `slewPermille`: 0, the schedule keeps its place across offset
     /// changes up to `stepResetUs`; otherwise a larger change than this is a
@@ -83,7 +84,7 @@ public struct PlayoutConfig: Sendable, Equatable {
     }
 
     /// The default with the delay chosen by replaying the recent past
-    /// (`stallWeight`) and a returning sender's memory (`recallPermille`):
+    /// (`stallWeight`) where the default reads the window's quantile:
     /// `remolo receive --delay chooser`, the lab's `chooser` policy.
     public static var chooser: PlayoutConfig {
         var c = PlayoutConfig.default
@@ -95,7 +96,7 @@ public struct PlayoutConfig: Sendable, Equatable {
 
     /// Whether sessions learn from and leave a memory of their sender's
     /// network (`Playout.recall`, `Playout.load(recall:)`).
-    public var keepsRecall: Bool { stallWeight != 0 && recallPermille != 0 }
+    public var keepsRecall: Bool { recallPermille != 0 }
 
     /// The design note's policy, exactly: kept for comparison.
     public static var seed: PlayoutConfig {

@@ -66,6 +66,18 @@ public struct DelayMemory: Sendable {
         if isNew { prune() }
     }
 
+    /// Removes every memory of `sender` (a forgotten sender leaves
+    /// nothing); the number removed.
+    @discardableResult
+    public func forget(sender: PublicKey) -> Int {
+        let prefix = sender.fingerprint + "@"
+        var n = 0
+        for (name, _) in files() where name.hasPrefix(prefix) {
+            if unlink(directory + "/" + name) == 0 { n += 1 }
+        }
+        return n
+    }
+
     /// The number of memories kept.
     public var count: Int { files().count }
 

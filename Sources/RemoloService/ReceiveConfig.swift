@@ -150,11 +150,11 @@ public enum ReceiveConfig {
         Key("delay", "default|chooser", default: "default", example: "chooser",
             "how the playout delay is sized", help: [
             "how the playout delay is sized (default default: the recent",
-            "lateness's p95 plus a margin). chooser: the delay that",
+            "lateness's p95 plus a margin; chooser: the delay that",
             "replaying the last seconds at each candidate delay says costs",
-            "least, and a returning sender's session starts at the delay",
-            "its network needed before (kept per sender and network in",
-            "delay-memory/ in the config directory)"]),
+            "least). With either, a returning sender's session starts at",
+            "the delay its network needed before (kept per sender and",
+            "network in delay-memory/ in the config directory)"]),
         Key("rt", "PRIORITY", default: "off", example: "50",
             "run the drain loop SCHED_FIFO at this priority (1-99)", help: [
             "run the drain loop SCHED_FIFO at PRIORITY (1-99; needs",

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RemoloSession
+import RemoloReceiver
 
 // remolo peers: the receiver's paired senders and what each may do; forget
 // one, allow or deny it typing.
@@ -84,6 +85,8 @@ Files: authorized-senders and sender-rights in the config directory
                     r.keepOnly { left.contains($0) }
                 }
             }
+            // What its sessions measured of its networks goes with it.
+            DelayMemory(in: dir).forget(sender: key)
             say("forgot \(who): it must pair again to point or type")
         case "allow-keyboard":
             try SenderRights.update(at: rightsPath) { $0.modify(key) { $0.keyboard = .allow } }

@@ -232,8 +232,8 @@ func sayStarted(_ o: ReceiveOptions, rx: Receiver, identity: Identity, session: 
     if o.sinkPath == nil { say("output: \(outputLine)") }
     say(o.drain.line)
     if o.playout.keepsRecall {
-        say("delay: chosen by replaying the last seconds; a returning sender starts from its network's memory "
-            + "(\(DelayMemory.directoryName)/ in the config directory)")
+        say("delay: " + (o.playout.stallWeight != 0 ? "chosen by replaying the last seconds" : "the recent lateness's p95 plus a margin")
+            + "; a returning sender starts from its network's memory (\(DelayMemory.directoryName)/ in the config directory)")
     }
     say(rx.receiveBuffer.description)
     if let node = rx.loop.devnode, session.desktop != .none {

@@ -18,8 +18,9 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--returning N [--history-scenario NAME]]
 
   --scenario     S1..S7, a comma list, or all (default all)
-  --policy       arrival, fixed:MS, seed, default, oracle (rate 0.1), oracle:RATE,
-                 a comma list, or all (default all)
+  --policy       arrival, fixed:MS, seed, default, window (the default without
+                 its memory), chooser, oracle (rate 0.1), oracle:RATE, a comma
+                 list, or all (default all)
   --seeds        runs per scenario, pooled: seeds S..S+N-1 (default 5)
   --seed         the first seed S (default 1); --svg and --write-trace use seed S alone
   --display-hz   when the display refreshes, the cursor sampled at each (default 120):
@@ -72,7 +73,7 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
   --sweep-ms     with --frontier: the sweep's step, 1-20 ms (default 5)
   --returning    each scenario's runs are a returning sender's: N earlier sessions
                  (seeds 1000..., not scored) build the memory a policy with
-                 recall_permille keeps (the chooser's), and each scored run starts
+                 recall_permille keeps (default, chooser), and each scored run starts
                  from what the one before left, in seed order (default 0: every
                  run is a first session)
   --history-scenario  with --returning: the earlier sessions were on this

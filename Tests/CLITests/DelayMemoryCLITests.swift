@@ -5,17 +5,16 @@ import RemoloSystem
 import RemoloTestSupport
 import Testing
 
-/// `remolo receive --delay chooser` as a user runs it, one process per
-/// session: what the first session learns of its network is in the config
+/// `remolo receive` as a user runs it, one process per session: what the first session learns of its network is in the config
 /// directory for the next, which starts at the delay it reads
 /// (docs/playout.md, "A returning sender").
 @Suite(.serialized) struct DelayMemoryCLITests {
     /// One receiver process with one sender session of `seconds`; the
     /// receiver's output once both ended.
-    static func session(_ c: PairedConfigs, _ n: Int, delay: String = "chooser", seconds: String = "1") throws -> String {
+    static func session(_ c: PairedConfigs, _ n: Int, delay: [String] = [], seconds: String = "1") throws -> String {
         let port = try freePort()
         let rx = try CLIProcess(["receive", "--listen", "127.0.0.1:\(port)", "--sink", "/dev/null", "--no-announce",
-                                 "--delay", delay, "--stats-json", "--seconds", "30"],
+                                 "--stats-json", "--seconds", "30"] + delay,
                                 configDir: c.receiver, log: c.log("rx\(n)"))
         defer { rx.signal(SIGKILL) }
         _ = try #require(rx.line("receiver "), "receive did not start: \(rx.output)")
@@ -58,11 +57,12 @@ import Testing
         #expect(Self.lastDelayUs(second) == 30_000, "the loop held it: \(second)")
         let after = try DelayRecall(data: Array(try Data(contentsOf: URL(fileURLWithPath: file))))
         #expect(after.packets > seeded.packets, "\(after.packets) after \(seeded.packets)")
-        // --delay default keeps and reads none.
-        let third = try Self.session(c, 3, delay: "default", seconds: "0.3")
-        #expect(!third.contains("starts at"), "\(third)")
-        let unchanged = try DelayRecall(data: Array(try Data(contentsOf: URL(fileURLWithPath: file))))
-        #expect(unchanged == after)
+        // --delay chooser reads and keeps the same memory.
+        let third = try Self.session(c, 3, delay: ["--delay", "chooser"], seconds: "0.5")
+        #expect(third.contains("on 127.0.0.0/24: starts at 30 ms"), "\(third)")
+        #expect(Self.lastDelayUs(third) == 30_000, "\(third)")
+        let last = try DelayRecall(data: Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+        #expect(last.packets > after.packets)
     }
 
     @Test("2: --delay takes default or chooser")

@@ -180,4 +180,59 @@ import Testing
         }
         #expect(p.recall.packets == m.packets + 300)
     }
+
+    /// The default's sessions (the window's quantile, recall_permille
+    /// 45) through the playout: `pattern` gives each packet's lateness; the
+    /// delay after each packet.
+    static func defaultSession(_ cfg: PlayoutConfig, memory: DelayRecall?, packets: Int,
+                               lateness: (Int) -> UInt64) throws -> (delays: [UInt32], left: DelayRecall) {
+        let p = try Playout(config: cfg)
+        if let memory { p.load(recall: memory) }
+        var tx: UInt64 = 5_000_000
+        var delays: [UInt32] = []
+        for i in 0..<packets {
+            p.push(PointerPacket(senderTimeUs: tx, kind: .motion, a: 256, b: 0), arrivalUs: tx + 2_000 + lateness(i))
+            tx += Self.frameUs
+            delays.append(p.delayUs)
+        }
+        return (delays, p.recall)
+    }
+
+    // 9: the default's first session (no memory) is the window's, packet
+    // for packet: the memory only watches.
+    @Test func case9_theDefaultsFirstSessionIsTheWindows() throws {
+        var off = PlayoutConfig.default
+        off.recallPermille = 0
+        #expect(PlayoutConfig.default.recallPermille == REMOLO_RECALL_PERMILLE)
+        let with = try Self.defaultSession(.default, memory: nil, packets: 3_000, lateness: Self.spiky(30_000))
+        let without = try Self.defaultSession(off, memory: nil, packets: 3_000, lateness: Self.spiky(30_000))
+        #expect(with.delays == without.delays)
+        #expect(with.left.packets == 3_000)
+    }
+
+    // 10: the default holds a learned memory from the first packet, past
+    // the window's 60 ms cap (a share of 2^13 packets is not one clump),
+    // while the network agrees.
+    @Test func case10_theDefaultHoldsPastTheWindowsCap() throws {
+        let m = DelayRecall(Self.learned(10_000, Self.spiky(75_000)))
+        let held = m.delayUs(permille: REMOLO_RECALL_PERMILLE)
+        #expect(held > PlayoutConfig.default.delayMaxUs, "held \(held)")
+        let s = try Self.defaultSession(.default, memory: m, packets: 2_000, lateness: Self.spiky(75_000))
+        #expect(s.delays.allSatisfy { $0 == held }, "\(Set(s.delays).sorted())")
+    }
+
+    // 11: the same memory on a quiet network lets go at the first check
+    // and the window takes over: the delay falls to the window's estimate
+    // (the floor plus the margin) and stays within the window's clamp.
+    @Test func case11_theWindowTakesOverWhenTheNetworkDisagrees() throws {
+        let m = DelayRecall(Self.learned(10_000, Self.spiky(75_000)))
+        let held = m.delayUs(permille: REMOLO_RECALL_PERMILLE)
+        let s = try Self.defaultSession(.default, memory: m, packets: 3_000, lateness: { _ in 0 })
+        let check = Int(REMOLO_RECALL_CHECK_PACKETS)
+        #expect(s.delays[check - 2] == held)
+        let cfg = PlayoutConfig.default
+        #expect((s.delays.last ?? 0) <= cfg.delayMinUs + cfg.delayMarginUs, "settled at \(s.delays.last ?? 0)")
+        #expect(s.delays[check...].allSatisfy { $0 <= max(held, cfg.delayMaxUs) })
+        #expect(s.left.packets == 3_000, "the old network's memory is dropped")
+    }
 }

@@ -95,7 +95,7 @@
  * may hold up to four times that. */
 #define REMOLO_RECALL_TOTAL_MAX     (1u << 26)
 /* The share of the memory's packets later than the held delay at no delay
- * (recall_permille in the lab's `chooser` policy): 4.5%. */
+ * (recall_permille in the default): 4.5%. */
 #define REMOLO_RECALL_PERMILLE      45u
 
 /* ---- segments ----------------------------------------------------------- */

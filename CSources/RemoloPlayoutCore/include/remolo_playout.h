@@ -73,11 +73,13 @@
  *   2^-shift per packet: a memory of about 2^shift packets.
  * - choose_hysteresis_permille (with stall_weight): a candidate replaces
  *   the one in use only when it costs less by this share.
- * - recall_permille (with stall_weight): 0, off. Otherwise the chooser
- *   keeps the zero-delay lateness of this sender's sessions (recall.c);
- *   with a usable memory loaded (chooser_recall) the session holds the
- *   delay that this share of the memory's packets exceed at no delay,
- *   until its own packets read a quarter or four times that (chooser.c).
+ * - recall_permille: 0, off. Otherwise the chooser's zero-delay shadow
+ *   (alone, without stall_weight) keeps the lateness of this sender's
+ *   sessions (recall.c); with a usable memory loaded (chooser_recall) the
+ *   session holds the delay that this share of the memory's packets
+ *   exceed at no delay, within [delay_min_us, REMOLO_CHOOSER_DELAY_MAX_US],
+ *   until its own packets read a quarter or four times that (chooser.c);
+ *   then the window's delay, or the chooser's with stall_weight (delay.c).
  * - keep_max_us (with slew_permille): 0: the schedule keeps its place
  *   across any offset change up to step_reset_us. Otherwise an offset
  *   change larger than this is taken for a step of the sender's clock: the
