@@ -204,6 +204,9 @@ import Testing
         var off = PlayoutConfig.default
         off.recallPermille = 0
         #expect(PlayoutConfig.default.recallPermille == REMOLO_RECALL_PERMILLE)
+        // Candidate 0, all the default runs of the chooser, is the zero-delay
+        // shadow the memory reads.
+        #expect(chooser_candidate_us(0) == 0)
         let with = try Self.defaultSession(.default, memory: nil, packets: 3_000, lateness: Self.spiky(30_000))
         let without = try Self.defaultSession(off, memory: nil, packets: 3_000, lateness: Self.spiky(30_000))
         #expect(with.delays == without.delays)
