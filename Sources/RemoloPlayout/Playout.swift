@@ -90,7 +90,6 @@ public struct PlayoutConfig: Sendable, Equatable {
         var c = PlayoutConfig.default
         c.stallWeight = UInt32(REMOLO_STALL_WEIGHT)
         c.delayMaxUs = UInt32(REMOLO_CHOOSER_DELAY_MAX_US)
-        c.recallPermille = UInt32(REMOLO_RECALL_PERMILLE)
         return c
     }
 

@@ -36,22 +36,12 @@ public struct DelayMemory: Sendable {
     /// file that cannot be read or is damaged (the error says how to fix).
     public func load(sender: PublicKey, network: String) throws -> DelayRecall? {
         let p = path(sender: sender, network: network)
-        let fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw DelayMemoryError(path: p, message: "cannot read it: \(String(cString: strerror(errno))); remove it and the sender's next session starts cold")
-        }
-        defer { close(fd) }
-        // One byte more than a memory takes: a longer file is refused.
-        var buf = [UInt8](repeating: 0, count: DelayRecall().data.count + 1)
-        var got = 0
-        while got < buf.count {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, $0.count - got) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            got += n
-        }
-        do { return try DelayRecall(data: Array(buf[0..<got])) } catch {
+        do {
+            guard let bytes = try readSmallFile(p, max: DelayRecall().data.count) else { return nil }
+            return try DelayRecall(data: bytes)
+        } catch let e as ConfigError {
+            throw DelayMemoryError(path: p, message: e.message + "; the sender's next session starts cold")
+        } catch {
             throw DelayMemoryError(path: p, message: "\(error)")
         }
     }

@@ -240,6 +240,24 @@ func writeFileAtomically(_ path: String, bytes: UnsafeRawBufferPointer, mode: mo
     guard rename(tmp, path) == 0 else { let e = ConfigError.errno(path, "rename"); unlink(tmp); throw e }
 }
 
+/// A small file of the configuration directory, whole (not followed if a
+/// symbolic link); nil when it does not exist. One larger than `max` bytes
+/// is refused unread.
+package func readSmallFile(_ path: String, max: Int) throws(ConfigError) -> [UInt8]? {
+    guard let (fd, st) = try openForReading(path, flags: O_NOFOLLOW) else { return nil }
+    defer { close(fd) }
+    guard st.st_size <= max else {
+        throw ConfigError(path: path, message: "is \(st.st_size) bytes, more than the \(max) it may be; remove it")
+    }
+    var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+    var failure: ConfigError?
+    bytes.withUnsafeMutableBytes { b in
+        do throws(ConfigError) { try readExactly(fd, into: b, path: path) } catch { failure = error }
+    }
+    if let failure { throw failure }
+    return bytes
+}
+
 /// `writeFileAtomically` for other modules: `bytes`, mode 0600.
 package func writePrivateFileAtomically(_ path: String, bytes: [UInt8]) throws(ConfigError) {
     var failure: ConfigError?
