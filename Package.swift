@@ -135,7 +135,7 @@ let package = Package(
         .target(name: "RemoloLab", dependencies: ["RemoloTypes", "RemoloTrace", "RemoloPlayout", "RemoloPlayoutCore", "RemoloInput"],
                 path: "Sources/RemoloLab", exclude: ["RESULTS.md", "figures"]),
         // The page's files (a resource bundle beside the binary) and the bridge's Swift face.
-        .target(name: "RemoloWeb", dependencies: ["RemoloWebServer"], path: "Sources/RemoloWeb",
+        .target(name: "RemoloWeb", dependencies: ["RemoloWebServer", "RemoloSystem"], path: "Sources/RemoloWeb",
                 resources: [.copy("page")]),
         // Announcing and finding receivers (DNS-SD through Avahi): beside the
         // receiver, never in its hot path, so only the CLI links it.

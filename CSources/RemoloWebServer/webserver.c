@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,17 @@ struct remolo_web {
     pthread_t accept_thread;
     atomic_int live;             // connection threads running
     atomic_bool stopping;
+    // Each live WebSocket's loopback control connection, by the bridge's
+    // end of it, with the browser it relays: the receiver sees only
+    // loopback peers and asks here which browser, and so which network,
+    // a session comes from (remolo_web_relay_client).
+    pthread_mutex_t relays_lock;
+    struct relay {
+        bool used;
+        uint8_t local[16], client[16];
+        uint8_t local_len, client_len;
+        uint16_t local_port, client_port;
+    } relays[REMOLO_WEB_MAX_CONNECTIONS];
     struct {
         _Atomic uint64_t connections, refused_full, tls_failed, requests, not_found, bad_requests,
             websockets, ws_stream_messages, ws_datagrams, ws_closed_protocol;
@@ -55,6 +67,8 @@ struct remolo_web {
 struct conn {
     struct remolo_web *web;
     int fd;
+    struct sockaddr_storage peer;   // the browser, from accept
+    int relay;                      // its slot in web->relays, or -1
     SSL *ssl;
     uint8_t in[REMOLO_WEB_MAX_REQUEST + REMOLO_WEB_MAX_MESSAGE + 16];
     size_t in_len;
@@ -239,6 +253,75 @@ static int connect_target(struct remolo_web *w, int type) {
     return fd;
 }
 
+// An address as 4 bytes (IPv4, or IPv6 mapped from IPv4: RFC 4291 2.5.5.2)
+// or 16, and its port; 0 bytes for another family.
+static uint8_t address_bytes(const struct sockaddr_storage *ss, uint8_t out[16], uint16_t *port) {
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        memcpy(out, &a->sin_addr, 4);
+        *port = ntohs(a->sin_port);
+        return 4;
+    }
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        *port = ntohs(a->sin6_port);
+        if (memcmp(&a->sin6_addr, mapped, 12) == 0) {
+            memcpy(out, (const uint8_t *)&a->sin6_addr + 12, 4);
+            return 4;
+        }
+        memcpy(out, &a->sin6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
+
+// Notes the relay's loopback end beside its browser; -1 when it cannot
+// (the session then counts as the loopback's own network).
+static int relay_add(struct conn *c, int tcp) {
+    struct remolo_web *w = c->web;
+    struct sockaddr_storage local;
+    socklen_t len = sizeof local;
+    struct relay r = {.used = true};
+
+    if (getsockname(tcp, (struct sockaddr *)&local, &len) != 0) return -1;
+    r.local_len = address_bytes(&local, r.local, &r.local_port);
+    r.client_len = address_bytes(&c->peer, r.client, &r.client_port);
+    if (!r.local_len || !r.client_len) return -1;
+    pthread_mutex_lock(&w->relays_lock);
+    int slot = -1;
+    for (int i = 0; i < REMOLO_WEB_MAX_CONNECTIONS && slot < 0; i++)
+        if (!w->relays[i].used) slot = i;
+    if (slot >= 0) w->relays[slot] = r;
+    pthread_mutex_unlock(&w->relays_lock);
+    return slot;
+}
+
+static void relay_remove(struct conn *c) {
+    if (c->relay < 0) return;
+    pthread_mutex_lock(&c->web->relays_lock);
+    c->web->relays[c->relay].used = false;
+    pthread_mutex_unlock(&c->web->relays_lock);
+    c->relay = -1;
+}
+
+int remolo_web_relay_client(struct remolo_web *w, const uint8_t *addr, size_t addr_len, uint16_t port,
+                            uint8_t out[16], uint16_t *out_port) {
+    int n = -ENOENT;
+    pthread_mutex_lock(&w->relays_lock);
+    for (int i = 0; i < REMOLO_WEB_MAX_CONNECTIONS; i++) {
+        const struct relay *r = &w->relays[i];
+        if (r->used && r->local_port == port && r->local_len == addr_len && memcmp(r->local, addr, addr_len) == 0) {
+            memcpy(out, r->client, r->client_len);
+            *out_port = r->client_port;
+            n = r->client_len;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->relays_lock);
+    return n;
+}
+
 static int send_all(int fd, const uint8_t *p, size_t len) {
     while (len > 0) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
@@ -292,6 +375,8 @@ static void websocket_session(struct conn *c, const char *key) {
         if (tcp >= 0) close(tcp);
         return;
     }
+    // Before a byte is relayed: the receiver asks once the handshake is done.
+    c->relay = relay_add(c, tcp);
     char head[256];
     int hn = snprintf(head, sizeof head,
                       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -352,6 +437,7 @@ static void websocket_session(struct conn *c, const char *key) {
 protocol:
     atomic_fetch_add(&w->st.ws_closed_protocol, 1);
 out:
+    relay_remove(c);
     close(udp);
     close(tcp);
 }
@@ -396,7 +482,9 @@ static void *accept_thread(void *arg) {
         if (poll(p, 2, -1) < 0 && errno != EINTR) break;
         if (p[1].revents) break;
         if (!p[0].revents) continue;
-        int fd = accept4(w->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        struct sockaddr_storage peer;
+        socklen_t peer_len = sizeof peer;
+        int fd = accept4(w->listen_fd, (struct sockaddr *)&peer, &peer_len, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE) usleep(100000);
             continue;
@@ -414,6 +502,8 @@ static void *accept_thread(void *arg) {
         if (!c) { close(fd); continue; }
         c->web = w;
         c->fd = fd;
+        c->peer = peer;
+        c->relay = -1;
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         atomic_fetch_add(&w->live, 1);
@@ -467,6 +557,7 @@ struct remolo_web *remolo_web_start(const struct remolo_web_config *cfg, char *e
     if (!w) return NULL;
     w->listen_fd = -1;
     w->stop_pipe[0] = w->stop_pipe[1] = -1;
+    pthread_mutex_init(&w->relays_lock, NULL);
     if (resolve(cfg->target_host, cfg->target_port, 0, &w->target, &w->target_len) != 0) {
         snprintf(err, err_len, "cannot resolve the receiver's address %s", cfg->target_host);
         goto fail;
@@ -539,6 +630,7 @@ fail:
         free((void *)w->files[i].path); free((void *)w->files[i].content_type); free((void *)w->files[i].data);
     }
     free(w->files);
+    pthread_mutex_destroy(&w->relays_lock);
     free(w);
     return NULL;
 }
@@ -578,5 +670,6 @@ void remolo_web_stop(struct remolo_web *w) {
         free((void *)w->files[i].path); free((void *)w->files[i].content_type); free((void *)w->files[i].data);
     }
     free(w->files);
+    pthread_mutex_destroy(&w->relays_lock);
     free(w);
 }

@@ -4,6 +4,7 @@
 // receiver does not link the endpoint; the command that starts both joins
 // them with this (docs/protocol.md, "The data channel").
 import RemoloSession
+import RemoloSystem
 import Synchronization
 
 public struct DataChannelHost: Sendable {
@@ -35,5 +36,23 @@ final class DataChannelSlot: Sendable {
     var host: DataChannelHost? {
         get { slot.withLock { $0 } }
         set { slot.withLock { $0 = newValue } }
+    }
+}
+
+/// The web bridge's answer to "which browser is behind this loopback
+/// peer", once attached (Receiver.attachRelay).
+final class RelaySlot: Sendable {
+    private let slot = Mutex<(@Sendable (PeerEndpoint) -> PeerEndpoint?)?>(nil)
+    var client: (@Sendable (PeerEndpoint) -> PeerEndpoint?)? {
+        get { slot.withLock { $0 } }
+        set { slot.withLock { $0 = newValue } }
+    }
+
+    /// The network a session's memory is kept under: the browser's for a
+    /// connection the bridge relays, else the peer's own.
+    func network(of peer: PeerEndpoint?) -> String? {
+        guard let peer else { return nil }
+        if peer.isLoopback, let client, let browser = client(peer) { return browser.network }
+        return peer.network
     }
 }

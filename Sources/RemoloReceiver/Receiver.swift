@@ -49,6 +49,9 @@ public final class Receiver: @unchecked Sendable {
     private let keyTally = KeyboardTally()
     /// The web page's data-channel endpoint, once attached.
     private let channels = DataChannelSlot()
+    /// Which browser a loopback control connection relays, once the web
+    /// bridge is attached (attachRelay).
+    private let relays = RelaySlot()
 
     /// Time a session's last datagrams get to land after its bye: the bye
     /// travels over TCP and may overtake them.
@@ -108,12 +111,15 @@ public final class Receiver: @unchecked Sendable {
         let loop = self.loop
         let sessions = self.sessions
         let keyTally = self.keyTally
+        let relays = self.relays
         server = ControlServer(
             listener: listener, trust: trust, limits: limits,
             onRejected: { e in onEvent("refused a connection: \(e)") },
             onConfirmed: { result throws(SessionError) in
                 let id = result.keys.sessionID
-                let (recall, ended) = Receiver.memory(result, playout: playout, store: delayMemory, onEvent: onEvent)
+                let network = relays.network(of: result.endpoint)
+                let (recall, ended) = Receiver.memory(result, network: network, playout: playout,
+                                                      store: delayMemory, onEvent: onEvent)
                 do {
                     try loop.addSession(id, key: DatagramKey(secret: result.keys.datagramKey),
                                         recall: recall, recallEnded: ended)
@@ -162,6 +168,15 @@ public final class Receiver: @unchecked Sendable {
     /// from now on, signaled through `host` (the web bridge's endpoint).
     public func attachDataChannels(_ host: DataChannelHost) {
         channels.host = host
+    }
+
+    /// A phone page's control connection reaches the receiver from its web
+    /// bridge, on loopback; `client` names the browser behind a loopback
+    /// peer (nil: none, or not relayed), so that the sessions confirmed from
+    /// now on keep their delay memory under the phone's own network, not
+    /// the loopback's.
+    public func attachRelay(_ client: @escaping @Sendable (PeerEndpoint) -> PeerEndpoint?) {
+        relays.client = client
     }
 
     public var stats: ReceiverStats { loop.stats }
@@ -252,10 +267,10 @@ public final class Receiver: @unchecked Sendable {
     /// without a store, a playout that keeps one, or a known network. A
     /// file that cannot be read costs a cold start and a note, never the
     /// session.
-    static func memory(_ result: HandshakeResult, playout: PlayoutConfig, store: DelayMemory?,
+    static func memory(_ result: HandshakeResult, network: String?, playout: PlayoutConfig, store: DelayMemory?,
                        onEvent: @escaping @Sendable (String) -> Void)
         -> (DelayRecall?, (@Sendable (DelayRecall) -> Void)?) {
-        guard playout.keepsRecall, let store, let network = result.network else { return (nil, nil) }
+        guard playout.keepsRecall, let store, let network else { return (nil, nil) }
         let peer = result.peer
         var memory = DelayRecall()
         do {

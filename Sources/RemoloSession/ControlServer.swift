@@ -118,7 +118,7 @@ public final class ControlServer: Sendable {
             channel.close(); throw .confirmationFailed
         }
         var result = hs.result!
-        result.network = conn.peerNetwork
+        result.endpoint = conn.peerEndpoint
         do { try onConfirmed(result) } catch { channel.close(); throw error }
         // Within the handshake's deadline, not the idle timeout.
         do { try channel.send(.pong(token), timeout: max(0, deadline - monotonicSeconds())) } catch {

@@ -3,6 +3,7 @@
 // channel moves the bytes over TCP, tests move them in memory).
 
 import Foundation
+import RemoloSystem
 
 /// Both ends hash this before anything else (Noise "prologue", rev 34
 /// section 6), so a peer speaking another Remolo handshake version fails at
@@ -34,9 +35,10 @@ public struct HandshakeResult: Sendable {
     public let peer: PublicKey
     /// True if this handshake was a pairing (XXpsk3).
     public let isPairing: Bool
-    /// The sender's network as the receiver sees its address
-    /// (`TCPConnection.peerNetwork`); nil where unknown (the sender's side).
-    public var network: String? = nil
+    /// The sender's address and port as the receiver sees them
+    /// (`TCPConnection.peerEndpoint`); nil where unknown (the sender's side).
+    /// A phone page's is the web bridge's, on loopback.
+    public var endpoint: PeerEndpoint? = nil
 }
 
 /// Why a handshake failed.

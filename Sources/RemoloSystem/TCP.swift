@@ -83,40 +83,40 @@ public final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// The network the other end is on, as this end sees its address: the
-    /// IPv4 /24 ("192.168.1.0/24") or the IPv6 /64 ("fd00:1:2:3::/64"); an
-    /// IPv4-mapped IPv6 address counts as IPv4. A home Wi-Fi hands out
-    /// addresses from one such prefix, a phone on mobile data or another
-    /// access network gets another: the receiver keys what it learned of a
-    /// sender's network by it. Nil when the socket cannot say.
-    public var peerNetwork: String? {
+    /// The other end's address and port, as this end sees them; nil when
+    /// the socket cannot say.
+    public var peerEndpoint: PeerEndpoint? {
         var ss = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &ss) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &len) == 0 }
         }
         guard ok else { return nil }
-        var bytes: [UInt8]
         switch Int32(ss.ss_family) {
         case AF_INET:
-            bytes = withUnsafePointer(to: &ss) {
-                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a in withUnsafeBytes(of: a.pointee.sin_addr) { Array($0) } }
+            return withUnsafePointer(to: &ss) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a in
+                    PeerEndpoint(address: withUnsafeBytes(of: a.pointee.sin_addr) { Array($0) },
+                                 port: UInt16(bigEndian: a.pointee.sin_port))
+                }
             }
         case AF_INET6:
-            bytes = withUnsafePointer(to: &ss) {
-                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a in withUnsafeBytes(of: a.pointee.sin6_addr) { Array($0) } }
-            }
-            // ::ffff:a.b.c.d (RFC 4291 2.5.5.2), from a dual-stack socket.
-            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
-                bytes = Array(bytes[12..<16])
+            return withUnsafePointer(to: &ss) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a in
+                    PeerEndpoint(address: withUnsafeBytes(of: a.pointee.sin6_addr) { Array($0) },
+                                 port: UInt16(bigEndian: a.pointee.sin6_port))
+                }
             }
         default:
             return nil
         }
-        return Self.network(of: bytes)
     }
 
-    /// The /24 of a 4-byte address, the /64 of a 16-byte one.
+    /// The network the other end is on, as this end sees its address
+    /// (`PeerEndpoint.network`). Nil when the socket cannot say.
+    public var peerNetwork: String? { peerEndpoint?.network }
+
+    /// The /24 of a 4-byte address, the /64 of a 16-byte one (`PeerEndpoint.network`).
     public static func network(of address: [UInt8]) -> String? {
         switch address.count {
         case 4:
@@ -327,3 +327,33 @@ public final class TCPListener: @unchecked Sendable {
     }
 }
 
+
+/// One end of a connection: its address, 4 bytes for IPv4 (an IPv6
+/// address mapped from IPv4, ::ffff:a.b.c.d, RFC 4291 2.5.5.2, counts as
+/// IPv4) or 16 for IPv6, and its port.
+public struct PeerEndpoint: Sendable, Hashable {
+    public let address: [UInt8]
+    public let port: UInt16
+
+    public init(address: [UInt8], port: UInt16) {
+        if address.count == 16 && address[0..<10].allSatisfy({ $0 == 0 }) && address[10] == 0xff && address[11] == 0xff {
+            self.address = Array(address[12..<16])
+        } else {
+            self.address = address
+        }
+        self.port = port
+    }
+
+    /// 127.0.0.0/8 or ::1: another process on this machine (the receiver's
+    /// own web bridge, for a phone page).
+    public var isLoopback: Bool {
+        address.count == 4 ? address[0] == 127 : address == [UInt8](repeating: 0, count: 15) + [1]
+    }
+
+    /// The network the address is on: the IPv4 /24 ("192.168.1.0/24") or
+    /// the IPv6 /64 ("fd00:1:2:3::/64"). A home Wi-Fi hands out addresses
+    /// from one such prefix, a phone on mobile data or another access
+    /// network gets another: the receiver keys what it learned of a
+    /// sender's network by it.
+    public var network: String? { TCPConnection.network(of: address) }
+}

@@ -5,6 +5,7 @@
 // own control and datagram port on loopback.
 import Foundation
 import Glibc
+import RemoloSystem
 import RemoloWebServer
 
 func cString(_ a: [CChar]) -> String {
@@ -205,6 +206,24 @@ public final class WebBridge: @unchecked Sendable {
         guard final == nil else { return }
         final = live()
         remolo_web_stop(handle)
+    }
+
+    /// The browser whose WebSocket this bridge relays through the loopback
+    /// control connection that the receiver sees coming from `relay` (the
+    /// bridge's end of it); nil when no live WebSocket has that end, or
+    /// once stopped. Asked while the WebSocket is open: the receiver asks
+    /// when the handshake it carried is done.
+    public func client(relayedFrom relay: PeerEndpoint) -> PeerEndpoint? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard final == nil else { return nil }
+        var out = [UInt8](repeating: 0, count: 16)
+        var port: UInt16 = 0
+        let n = relay.address.withUnsafeBufferPointer { a in
+            remolo_web_relay_client(handle, a.baseAddress, a.count, relay.port, &out, &port)
+        }
+        guard n > 0 else { return nil }
+        return PeerEndpoint(address: Array(out[0..<Int(n)]), port: port)
     }
 
     /// The text as a terminal QR code (Unicode half blocks).

@@ -264,6 +264,9 @@ func startWeb(_ web: (host: String, port: UInt16), _ o: ReceiveOptions, rx: Rece
         rx.stop()
         fail("--web: \(error)", code: 1)
     }
+    // A page's session reaches the receiver from the bridge on loopback:
+    // its delay memory is kept under the phone's network, not the loopback's.
+    rx.attachRelay { [bridge] in bridge.client(relayedFrom: $0) }
     let channels = startDataChannels(rx, webHost: web.host, webPort: bridge.port, target: target, say: say)
     let shown = web.host == "0.0.0.0" || web.host == "::" ? (WebBridge.lanAddress() ?? "127.0.0.1") : web.host
     let pageURL = "https://\(shown.contains(":") ? "[\(shown)]" : shown):\(bridge.port)/"

@@ -9,11 +9,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import net from "node:net";
+import tls from "node:tls";
 import dgram from "node:dgram";
 import { SenderHandshake, HandshakeMessageReader } from "../../Sources/RemoloWeb/page/handshake.js";
 import { SenderSession } from "../../Sources/RemoloWeb/page/session.js";
@@ -312,6 +313,116 @@ test("asks the Swift receiver for gestures, sends a swipe as the page does, and 
       `one gesture played onto the touchpad, none refused or timed out: ${JSON.stringify(gs)}`);
   } finally {
     for (const rx of started) if (rx.child.exitCode === null) { rx.child.kill("SIGINT"); await rx.exited; }
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/**
+ * The page's link as a browser opens it: TLS to the receiver's web bridge
+ * (its certificate is not checked here), the WebSocket upgrade on /ws, then
+ * masked binary messages (RFC 6455 section 5.3), tag 0x00 for control-stream
+ * bytes and 0x01 for one sealed datagram. `localAddress` is the phone's
+ * address as the bridge sees it: any of 127.0.0.0/8 is this machine.
+ */
+function connectWeb(port, localAddress) {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: "127.0.0.1", port, localAddress, rejectUnauthorized: false });
+    let buf = Buffer.alloc(0);
+    let upgraded = false;
+    const chunks = [];
+    let wake = null;
+    let ended = false;
+    const frame = (tag, bytes) => {
+      const payload = Buffer.concat([Buffer.of(tag), Buffer.from(bytes)]);
+      const mask = Buffer.of(0x52, 0x4d, 0x4c, 0x4f);
+      const head = payload.length < 126 ? Buffer.of(0x82, 0x80 | payload.length)
+        : Buffer.of(0x82, 0x80 | 126, payload.length >> 8, payload.length & 0xff);
+      return Buffer.concat([head, mask, payload.map((b, i) => b ^ mask[i & 3])]);
+    };
+    socket.on("secureConnect", () => socket.write(
+      `GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      "Sec-WebSocket-Key: cmVtb2xvIHRlc3Qga2V5IQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+    socket.on("data", (d) => {
+      buf = Buffer.concat([buf, d]);
+      if (!upgraded) {
+        const end = buf.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const status = buf.subarray(0, buf.indexOf("\r\n")).toString();
+        if (!status.startsWith("HTTP/1.1 101")) return reject(new Error(`the bridge refused the upgrade: ${status}`));
+        buf = buf.subarray(end + 4);
+        upgraded = true;
+        resolve({
+          socket,
+          async read(ms = 5000) {
+            const deadline = Date.now() + ms;
+            while (chunks.length === 0) {
+              if (ended) throw new Error("the bridge closed the WebSocket");
+              if (Date.now() > deadline) throw new Error("no reply through the bridge within 5 s");
+              await new Promise((r) => { wake = r; setTimeout(r, 50); });
+            }
+            return chunks.shift();
+          },
+          write: (bytes) => socket.write(frame(0x00, bytes)),
+          datagram: (bytes) => socket.write(frame(0x01, bytes)),
+        });
+      }
+      // The bridge's frames: unmasked, binary, short (a control frame is at most 538 bytes).
+      while (buf.length >= 2) {
+        let n = buf[1] & 0x7f, at = 2;
+        if (n === 126) { if (buf.length < 4) return; n = buf.readUInt16BE(2); at = 4; }
+        if (buf.length < at + n) return;
+        const op = buf[0] & 0x0f, payload = buf.subarray(at, at + n);
+        buf = buf.subarray(at + n);
+        if (op === 0x2 && payload[0] === 0x00) { chunks.push(new Uint8Array(payload.subarray(1))); wake?.(); }
+        if (op === 0x8) { ended = true; wake?.(); }
+      }
+    });
+    socket.on("close", () => { ended = true; wake?.(); });
+    socket.on("error", reject);
+  });
+}
+
+test("a page's session through the web bridge keeps its delay memory under the phone's network, not the loopback's", { skip, timeout: 60000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "remolo-web-"));
+  const rx = startReceiver(join(dir, "config"), join(dir, "frames"), ["--web", "127.0.0.1:0"]);
+  try {
+    const [, webPort] = await rx.waitFor(/^phone page: https:\/\/127\.0\.0\.1:(\d+)\//);
+    const [, code] = await rx.waitFor(/^pairing code: (\S+)/);
+    // The phone at 127.1.2.3 (its network 127.1.2.0/24) pairs and opens a
+    // session, both through the bridge, which reaches the receiver from
+    // 127.0.0.1.
+    const phone = await generateKeyPair();
+    const pairingConn = await connectWeb(Number(webPort), "127.1.2.3");
+    const pairing = SenderHandshake.pairing({ identity: phone, psk: pairingPsk(decodePairingCode(code)) });
+    const paired = await openSession(pairingConn, pairing);
+    pairingConn.write(paired.session.seal({ type: "bye", reason: 0 }));
+    pairingConn.socket.end();
+
+    const conn = await connectWeb(Number(webPort), "127.1.2.3");
+    const hs = SenderHandshake.session({ identity: phone, receiverPublicKey: pairing.result.peer });
+    const { session } = await openSession(conn, hs);
+    assert.ok(session.confirmed, "the session opened through the bridge");
+    const [, sessionName] = await rx.waitFor(new RegExp(`session (\\S+) from ${fingerprint(phone.publicKey)}$`));
+    const sealer = new DatagramSealer(hs.result.datagramKey, hs.result.sessionId);
+    for (let i = 0; i < 60; i++) {
+      conn.datagram(sealer.seal(motion(512, 0), nowMicros()));
+      await sleep(8);
+    }
+    await sleep(200);
+    conn.write(session.seal({ type: "bye", reason: 0 }));
+    await rx.waitFor(new RegExp(`session ${sessionName} ended`));
+    conn.socket.end();
+    rx.child.kill("SIGINT");
+    await rx.exited;
+    const stats = JSON.parse(rx.lines.filter((l) => l.startsWith("{")).at(-1));
+    assert.equal(stats.total_dx, 60 * 2, "the 60 motions came through the bridge");
+    const memories = readdirSync(join(dir, "config", "delay-memory"));
+    const fp = fingerprint(phone.publicKey);
+    assert.ok(memories.includes(`${fp}@127.1.2.0_24`), `the phone's network, not the bridge's: ${memories}`);
+    assert.ok(!memories.includes(`${fp}@127.0.0.0_24`), `nothing under the loopback's network: ${memories}`);
+  } finally {
+    if (rx.child.exitCode === null) rx.child.kill("SIGINT");
+    await rx.exited;
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -67,6 +67,13 @@ struct remolo_web;
 struct remolo_web *remolo_web_start(const struct remolo_web_config *config, char *err, size_t err_len);
 uint16_t remolo_web_port(const struct remolo_web *web);
 void remolo_web_get_stats(const struct remolo_web *web, struct remolo_web_stats *out);
+/// The browser whose WebSocket the bridge relays through the loopback
+/// connection whose bridge end is addr:port (the receiver's view of its
+/// peer: 4 bytes for IPv4 or IPv6 mapped from IPv4, else 16): its address
+/// (the same forms) into out and its port into out_port, returning 4 or 16;
+/// -ENOENT when no live WebSocket has that end.
+int remolo_web_relay_client(struct remolo_web *web, const uint8_t *addr, size_t addr_len, uint16_t port,
+                            uint8_t out[16], uint16_t *out_port);
 /// Closes every connection and frees the server.
 void remolo_web_stop(struct remolo_web *web);
 
