@@ -47,10 +47,10 @@ struct remolo_web {
     pthread_t accept_thread;
     atomic_int live;             // connection threads running
     atomic_bool stopping;
-    // Each live WebSocket's loopback control connection, by the bridge's
-    // end of it, with the browser it relays: the receiver sees only
-    // loopback peers and asks here which browser, and so which network,
-    // a session comes from (remolo_web_relay_client).
+    // Each live WebSocket's control connection to the receiver, by the
+    // bridge's end of it, with the browser it relays: the receiver sees the
+    // bridge as the peer and asks here which browser, and so which
+    // network, a session comes from (remolo_web_relay_client).
     pthread_mutex_t relays_lock;
     struct relay {
         bool used;
@@ -276,8 +276,8 @@ static uint8_t address_bytes(const struct sockaddr_storage *ss, uint8_t out[16],
     return 0;
 }
 
-// Notes the relay's loopback end beside its browser; -1 when it cannot
-// (the session then counts as the loopback's own network).
+// Notes the relay's end of the control connection beside its browser; -1
+// when it cannot (the session then counts as the bridge's network).
 static int relay_add(struct conn *c, int tcp) {
     struct remolo_web *w = c->web;
     struct sockaddr_storage local;

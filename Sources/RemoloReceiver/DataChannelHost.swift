@@ -49,10 +49,14 @@ final class RelaySlot: Sendable {
     }
 
     /// The network a session's memory is kept under: the browser's for a
-    /// connection the bridge relays, else the peer's own.
+    /// connection the bridge relays, else the peer's own. Every peer is
+    /// asked, not only loopback ones: a receiver that listens on one LAN
+    /// address is reached by its bridge from that address. No other peer
+    /// can match, since a relay's end is one of this machine's own
+    /// addresses and a port the bridge holds.
     func network(of peer: PeerEndpoint?) -> String? {
         guard let peer else { return nil }
-        if peer.isLoopback, let client, let browser = client(peer) { return browser.network }
+        if let client, let browser = client(peer) { return browser.network }
         return peer.network
     }
 }

@@ -171,10 +171,10 @@ public final class Receiver: @unchecked Sendable {
     }
 
     /// A phone page's control connection reaches the receiver from its web
-    /// bridge, on loopback; `client` names the browser behind a loopback
-    /// peer (nil: none, or not relayed), so that the sessions confirmed from
-    /// now on keep their delay memory under the phone's own network, not
-    /// the loopback's.
+    /// bridge, on this machine; `client` names the browser behind a peer
+    /// the bridge relays (nil: not relayed), so that the sessions confirmed
+    /// from now on keep their delay memory under the phone's own network,
+    /// not the bridge's.
     public func attachRelay(_ client: @escaping @Sendable (PeerEndpoint) -> PeerEndpoint?) {
         relays.client = client
     }

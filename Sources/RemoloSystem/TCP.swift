@@ -344,12 +344,6 @@ public struct PeerEndpoint: Sendable, Hashable {
         self.port = port
     }
 
-    /// 127.0.0.0/8 or ::1: another process on this machine (the receiver's
-    /// own web bridge, for a phone page).
-    public var isLoopback: Bool {
-        address.count == 4 ? address[0] == 127 : address == [UInt8](repeating: 0, count: 15) + [1]
-    }
-
     /// The network the address is on: the IPv4 /24 ("192.168.1.0/24") or
     /// the IPv6 /64 ("fd00:1:2:3::/64"). A home Wi-Fi hands out addresses
     /// from one such prefix, a phone on mobile data or another access

@@ -208,9 +208,9 @@ public final class WebBridge: @unchecked Sendable {
         remolo_web_stop(handle)
     }
 
-    /// The browser whose WebSocket this bridge relays through the loopback
-    /// control connection that the receiver sees coming from `relay` (the
-    /// bridge's end of it); nil when no live WebSocket has that end, or
+    /// The browser whose WebSocket this bridge relays through the control
+    /// connection that the receiver sees coming from `relay` (the bridge's
+    /// end of it); nil when no live WebSocket has that end, or
     /// once stopped. Asked while the WebSocket is open: the receiver asks
     /// when the handshake it carried is done.
     public func client(relayedFrom relay: PeerEndpoint) -> PeerEndpoint? {

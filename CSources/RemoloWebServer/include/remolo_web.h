@@ -67,7 +67,7 @@ struct remolo_web;
 struct remolo_web *remolo_web_start(const struct remolo_web_config *config, char *err, size_t err_len);
 uint16_t remolo_web_port(const struct remolo_web *web);
 void remolo_web_get_stats(const struct remolo_web *web, struct remolo_web_stats *out);
-/// The browser whose WebSocket the bridge relays through the loopback
+/// The browser whose WebSocket the bridge relays through the control
 /// connection whose bridge end is addr:port (the receiver's view of its
 /// peer: 4 bytes for IPv4 or IPv6 mapped from IPv4, else 16): its address
 /// (the same forms) into out and its port into out_port, returning 4 or 16;
