@@ -374,6 +374,16 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         }
         print(o.markdown ? markdownText(rows) : tableText(rows), terminator: "")
         print("\nAgainst the fixed-delay frontier (fixed:0..100 ms every \(o.sweepMs) ms; dominated = some fixed:MS has p95 <= +0.5 ms and phase-mean jitter <= +2%; at every phase = its largest phase's jitter below the policy's smallest):")
+        // Which sessions these are: the default's first sessions and its
+        // returning ones differ (docs/playout.md, "A returning sender").
+        if o.trace != nil {
+            print("(a trace is one session: a first session, with no memory of its network)")
+        } else if o.returning == 0 {
+            print("(every run is a first session on its network, with no memory of it; --returning N scores a sender's sessions after N earlier ones there)")
+        } else {
+            print("(every run is a returning sender's session, after \(o.returning) earlier ones on "
+                  + (o.historyScenario.map { "\($0.rawValue)'s network" } ?? "the same network") + ")")
+        }
         for f in reports { print(o.markdown ? "- " + f.text : f.text) }
         return
     }
