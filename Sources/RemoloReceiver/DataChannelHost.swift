@@ -39,8 +39,8 @@ final class DataChannelSlot: Sendable {
     }
 }
 
-/// The web bridge's answer to "which browser is behind this loopback
-/// peer", once attached (Receiver.attachRelay).
+/// The web bridge's answer to "which browser is behind this peer", once
+/// attached (Receiver.attachRelay).
 final class RelaySlot: Sendable {
     private let slot = Mutex<(@Sendable (PeerEndpoint) -> PeerEndpoint?)?>(nil)
     var client: (@Sendable (PeerEndpoint) -> PeerEndpoint?)? {

@@ -26,7 +26,7 @@ public struct DelayMemory: Sendable {
     /// In the receiver's config directory.
     public init(in dir: ConfigDirectory) { directory = dir.file(Self.directoryName) }
 
-    /// The file of `sender` on `network` (`TCPConnection.peerNetwork`).
+    /// The file of `sender` on `network` (`PeerEndpoint.network`).
     public func path(sender: PublicKey, network: String) -> String {
         let net = String(network.map { $0 == "/" ? "_" : $0 })
         return directory + "/" + sender.fingerprint + "@" + net

@@ -37,7 +37,7 @@ public struct HandshakeResult: Sendable {
     public let isPairing: Bool
     /// The sender's address and port as the receiver sees them
     /// (`TCPConnection.peerEndpoint`); nil where unknown (the sender's side).
-    /// A phone page's is the web bridge's, on loopback.
+    /// A phone page's is the web bridge's, on this machine.
     public var endpoint: PeerEndpoint? = nil
 }
 

@@ -112,10 +112,6 @@ public final class TCPConnection: @unchecked Sendable {
         }
     }
 
-    /// The network the other end is on, as this end sees its address
-    /// (`PeerEndpoint.network`). Nil when the socket cannot say.
-    public var peerNetwork: String? { peerEndpoint?.network }
-
     /// The /24 of a 4-byte address, the /64 of a 16-byte one (`PeerEndpoint.network`).
     public static func network(of address: [UInt8]) -> String? {
         switch address.count {

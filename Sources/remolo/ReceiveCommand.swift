@@ -264,8 +264,8 @@ func startWeb(_ web: (host: String, port: UInt16), _ o: ReceiveOptions, rx: Rece
         rx.stop()
         fail("--web: \(error)", code: 1)
     }
-    // A page's session reaches the receiver from the bridge on loopback:
-    // its delay memory is kept under the phone's network, not the loopback's.
+    // A page's session reaches the receiver from the bridge: its delay
+    // memory is kept under the phone's network, not the bridge's.
     rx.attachRelay { [bridge] in bridge.client(relayedFrom: $0) }
     let channels = startDataChannels(rx, webHost: web.host, webPort: bridge.port, target: target, say: say)
     let shown = web.host == "0.0.0.0" || web.host == "::" ? (WebBridge.lanAddress() ?? "127.0.0.1") : web.host
