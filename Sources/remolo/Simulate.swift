@@ -14,7 +14,7 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--write-trace FILE] [--svg FILE]
                        [--perfect-network] [--frontier]
                        [--transport udp|redundant|tcp|both|all] [--gaps-lost]
-                       [--phases N] [--full-path] [--sweep-ms MS]
+                       [--phases N] [--full-path] [--sweep-ms MS] [--events]
                        [--returning N [--history-scenario NAME]]
 
   --scenario     S1..S7, a comma list, or all (default all)
@@ -70,6 +70,12 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
   --full-path    score against every motion the sender sent, lost datagrams'
                  included (by default the ideal path leaves out what the receiver
                  cannot know: lost motion without redundancy)
+  --events       with --trace: the trace's holds (datagrams later than 50 ms at no
+                 delay): how many, how long, whether the 2 s before each announced
+                 it, whether one follows another sooner than at random; with
+                 --policy, where each policy's frame error falls, in the holds or
+                 between them, and what knowing the holds in advance could buy
+                 (smoothness.md, "What a causal receiver knows of the events")
   --sweep-ms     with --frontier: the sweep's step, 1-20 ms (default 5)
   --returning    each scenario's runs are a returning sender's: N earlier sessions
                  (seeds 1000..., not scored) build the memory a policy with
@@ -101,6 +107,7 @@ struct SimulateOptions {
     var perfect = false
     var gapsLost = false
     var frontier = false
+    var events = false
     var policyGiven = false
     var transports: [LabTransport] = [.udp]
     var phases = LabCase.defaultPhases
@@ -157,6 +164,7 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         case "--perfect-network": o.perfect = true
         case "--gaps-lost": o.gapsLost = true
         case "--frontier": o.frontier = true
+        case "--events": o.events = true
         case "--transport":
             do { o.transports = try LabTransport.parse(p.value()) } catch { fail(error.description) }
         case "--phases": o.phases = p.int(in: 4...64)
@@ -173,6 +181,7 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         }
     }
     if o.gapsLost && o.trace == nil { fail("--gaps-lost reads a recorded trace: add --trace FILE") }
+    if o.events && o.trace == nil { fail("--events reads a recorded trace: add --trace FILE") }
     if o.isDrainTable && (o.frontier || o.svg != nil || o.writeTrace != nil || o.dump != nil || o.perfect) {
         fail("a drain table (several --display-hz or --drain-hz) is scored alone: drop --frontier, --svg, "
              + "--write-trace, --dump-frames and --perfect-network, or give one display and one drain")
@@ -296,6 +305,38 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
     return out
 }
 
+/// `--events`: the trace's holds, and with `--policy` where each policy's
+/// frame error falls, in the holds or between them.
+func eventsReport(_ o: SimulateOptions, trace: Trace) {
+    let holds = LatenessEvents(trace: trace)
+    print(holds.summary, terminator: "")
+    guard o.policyGiven, !holds.events.isEmpty else { return }
+    let lab = LabCase(trace: trace, display: o.display, drainHz: o.drain.hz(for: o.display), phases: o.phases,
+                      fullPath: o.fullPath)
+    let runs = o.policies.filter { !$0.isOracle }.map { lab.holdJitter($0, holds: holds) }
+    print("\nJ^2 (M3's squared frame error, every vsync phase) in the holds (100 ms before the first late datagram's sending to 1 s after the last's arrival) and between them:")
+    for r in runs {
+        let total = r.inHolds + r.outside
+        print("\(r.policy): p95 \(fmt(r.latencyMsP95)) ms, jitter \(fmt(r.jitter, 3)) (pooled); in holds \(fmt(r.inHolds, 0)) (\(fmt(100 * r.inHolds / max(total, 1e-9), 0))%), between \(fmt(r.outside, 0))")
+    }
+    guard let base = runs.first, runs.count > 1 else { return }
+    if let b = HoldBound(runs), let floor = Lab.replay(trace: trace, name: "floor", policies: [o.policies[0]], display: o.display,
+                                                       drain: o.drain, perfectNetwork: true, phases: o.phases).first {
+        let f = floor.scores.jitterRatio
+        print("knowing when each hold comes, at no cost: \(b.inHolds.policy) in the holds (\(fmt(b.inHolds.inHolds, 0))), "
+              + "\(b.between.policy) between them (\(fmt(b.between.outside, 0)), p95 \(fmt(b.between.latencyMsP95)) ms): jitter "
+              + "\(fmt(b.jitter, 4)), \(fmt(b.jitter / f, 3))x \(base.policy)'s floor (\(fmt(f, 4)))")
+    }
+    for r in runs.dropFirst() {
+        let diff = zip(r.perHold, base.perHold).map { $0 - $1 }
+        let close = zip(r.perHold, base.perHold).filter { abs($0 - $1) <= 0.2 * max($0, $1) }.count
+        let worst = diff.indices.max { abs(diff[$0]) < abs(diff[$1]) } ?? 0
+        print("\(r.policy) - \(base.policy): in holds \(fmt(r.inHolds - base.inHolds, 0)), between \(fmt(r.outside - base.outside, 0)); "
+              + "\(close) of \(diff.count) holds within 20% of each other; the largest difference \(fmt(diff[worst], 0)) at hold \(worst + 1) (sent "
+              + "\(fmt(Double(holds.events[worst].startUs - (trace.records.first?.sendUs ?? 0)) / 1e6, 1)) s in)")
+    }
+}
+
 @Sendable func simulateCommand(_ args: [String]) {
     let o = parseSimulate(args)
     if o.isDrainTable { return drainTable(o) }
@@ -308,6 +349,7 @@ func frontierReports(_ rows: [LabRow]) -> [FrontierReport] {
         guard trace.records.contains(where: { $0.arriveUs != nil }) else { fail("\(path): no datagram arrived: nothing to replay") }
         var name = (path as NSString).lastPathComponent
         if o.gapsLost { trace = trace.gapsLost; name += " gaps-lost" }
+        if o.events { return eventsReport(o, trace: trace) }
         rows = byTransport(o.transports) { t in
             Lab.replay(trace: trace, name: name, policies: runPolicies(o), display: o.display, drain: o.drain, transport: t,
                        phases: o.phases, fullPath: o.fullPath)

@@ -176,4 +176,25 @@ import Testing
             }
         }
     }
+
+    @Test("2: --events reads a trace: its holds, and with --policy where each policy's error falls")
+    func events() throws {
+        let c = try PairedConfigs(label: "simevents", paired: false)
+        defer { c.remove() }
+        let bare = try CLIProcess(["simulate", "--events"], configDir: c.receiver, log: c.log("bare"))
+        #expect(bare.wait(upTo: 60) != 0)
+        #expect(bare.output.contains("--events reads a recorded trace: add --trace FILE"), "\(bare.output)")
+
+        let trace = c.receiver + "/S4.csv"
+        let w = try CLIProcess(["simulate", "--scenario", "S4", "--seed", "1", "--policy", "default", "--write-trace", trace],
+                               configDir: c.receiver, log: c.log("write"))
+        #expect(w.wait(upTo: 120) == 0, "\(w.output)")
+        let p = try CLIProcess(["simulate", "--trace", trace, "--events", "--policy", "default,fixed:5,fixed:60"],
+                               configDir: c.receiver, log: c.log("events"))
+        #expect(p.wait(upTo: 120) == 0, "\(p.output)")
+        let out = p.output
+        #expect(out.contains("events (datagrams later than 50 ms at no delay"), "\(out)")
+        #expect(out.contains("default: p95 ") && out.contains("fixed:60: p95 "), "\(out)")
+        #expect(out.contains("knowing when each hold comes, at no cost: "), "\(out)")
+    }
 }
