@@ -90,11 +90,8 @@ import Testing
     /// The real traces hold the table of docs/smoothness.md.
     @Test(arguments: [("R1-good-wifi.csv", "R1"), ("R2-bad-wifi.csv", "R2")])
     func theRealTraces(_ file: String, _ name: String) throws {
-        let path = TraceFrontierTests.root + "/../shared/traces/real/" + file
-        #expect(FileManager.default.fileExists(atPath: path),
-                "\(path) is missing: these tests read the shared traces beside the checkout (../shared), as CI has them")
-        guard FileManager.default.fileExists(atPath: path) else { return }
-        let e = LatenessEvents(trace: try Trace.read(from: path))
+        guard let trace = try TraceFrontierTests.realTrace(file) else { return }
+        let e = LatenessEvents(trace: trace)
         let page = try String(contentsOfFile: TraceFrontierTests.root + "/docs/smoothness.md", encoding: .utf8)
         let row = try TraceFrontierTests.cells(page, section: "### What a causal receiver knows of the events", name: name)
         func pct(_ v: Double) -> String { String(format: "%.0f%%", v * 100) }
@@ -122,11 +119,7 @@ import Testing
     /// the one the bound takes between the holds: the next one is slower.
     @Test(arguments: [("R1-good-wifi.csv", "R1", [7, 8, 24, 100], 8), ("R2-bad-wifi.csv", "R2", [20, 21, 33, 85], 21)])
     func whereTheErrorFalls(_ file: String, _ name: String, _ pins: [Int], _ tooSlow: Int) throws {
-        let path = TraceFrontierTests.root + "/../shared/traces/real/" + file
-        #expect(FileManager.default.fileExists(atPath: path),
-                "\(path) is missing: these tests read the shared traces beside the checkout (../shared), as CI has them")
-        guard FileManager.default.fileExists(atPath: path) else { return }
-        let trace = try Trace.read(from: path).gapsLost
+        guard let trace = try TraceFrontierTests.realTrace(file)?.gapsLost else { return }
         let holds = LatenessEvents(trace: trace)
         let lab = LabCase(trace: trace, displayHz: 120)
         let runs = ([Policy.default] + pins.map { Policy.fixed(ms: $0) }).map { lab.holdJitter($0, holds: holds) }

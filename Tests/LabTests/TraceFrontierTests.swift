@@ -25,13 +25,19 @@ import Testing
 
     static func pair(_ s: Scores) -> String { String(format: "%.2f / %.3f", s.latencyMsP95, s.jitterRatio) }
 
-    @Test(arguments: [("R1-good-wifi.csv", "R1 gaps-lost"), ("R2-bad-wifi.csv", "R2 gaps-lost")])
-    func theDefaultOnARealTrace(_ file: String, _ name: String) throws {
-        let path = Self.root + "/../shared/traces/real/" + file
+    /// A real trace from ../shared/traces/real beside the checkout, as CI
+    /// has it; nil (and a failed expectation) where it is missing.
+    static func realTrace(_ file: String) throws -> Trace? {
+        let path = root + "/../shared/traces/real/" + file
         #expect(FileManager.default.fileExists(atPath: path),
                 "\(path) is missing: these tests read the shared traces beside the checkout (../shared), as CI has them")
-        guard FileManager.default.fileExists(atPath: path) else { return }
-        let trace = try Trace.read(from: path).gapsLost
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        return try Trace.read(from: path)
+    }
+
+    @Test(arguments: [("R1-good-wifi.csv", "R1 gaps-lost"), ("R2-bad-wifi.csv", "R2 gaps-lost")])
+    func theDefaultOnARealTrace(_ file: String, _ name: String) throws {
+        guard let trace = try Self.realTrace(file)?.gapsLost else { return }
         let d = try #require(Lab.replay(trace: trace, name: name, policies: [.default]).first)
         let floor = try #require(Lab.replay(trace: trace, name: name, policies: [.default], perfectNetwork: true).first)
         let pins = Policy.frontierSweep.filter {
