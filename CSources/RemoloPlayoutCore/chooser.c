@@ -84,11 +84,18 @@ uint32_t chooser_candidate_us(uint32_t k)
 	return k < REMOLO_CHOOSER_CANDIDATES ? candidates_us[k] : 0;
 }
 
+/* The memory's reading, or the delay the session before held while the
+ * reading stays within 1/2^REMOLO_RECALL_KEEP_SHIFT of it: one session's
+ * luck moves the reading, and a held delay that followed it would pool as
+ * sessions that each hold their own do (remolo_limits.h). */
 void chooser_recall(struct chooser *c, const struct playout_config *cfg, const struct recall *mem)
 {
+	uint32_t read, kept = mem->held_us, band = mem->held_us >> REMOLO_RECALL_KEEP_SHIFT;
+
 	c->mem = *mem;
 	c->holding = cfg->recall_permille && recall_usable(mem);
-	c->held_us = c->holding ? recall_delay_us(mem, cfg->recall_permille) : 0;
+	read = c->holding ? recall_delay_us(mem, cfg->recall_permille) : 0;
+	c->held_us = kept && read + band >= kept && read <= kept + band ? kept : read;
 }
 
 void chooser_rebase(struct chooser *c, uint64_t by_us)
@@ -102,6 +109,8 @@ void chooser_rebase(struct chooser *c, uint64_t by_us)
 void chooser_recall_out(const struct chooser *c, struct recall *out)
 {
 	recall_merge(out, &c->mem, &c->own);
+	/* Dropped when the session let go: its network was another. */
+	out->held_us = c->holding ? c->held_us : 0;
 }
 
 uint32_t chooser_delay_us(const struct chooser *c)

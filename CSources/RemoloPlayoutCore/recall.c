@@ -27,7 +27,9 @@
  * sender and network and hands it to the next session; read there at
  * recall_permille (a share a little under the 5% the 95th percentile
  * leaves, so the delay sits past the knee, not on it), it is the delay the
- * session holds (chooser.c).
+ * session holds (chooser.c), unless the session before held one the
+ * reading still lies near (held_us): then that one, so that one session's
+ * luck does not move it.
  *
  * Per packet: one bin; every 2^REMOLO_RECALL_AGE_SHIFT packets a pass over
  * the bins. No allocation, no division.
@@ -93,6 +95,7 @@ void recall_merge(struct recall *out, const struct recall *old, const struct rec
 		out->bins[b] = v + session->bins[b];
 	}
 	out->packets = total < UINT32_MAX ? (uint32_t)total : UINT32_MAX;
+	out->held_us = 0;   /* chooser_recall_out says what the session held */
 }
 
 void recall_rebase(struct recall *r, uint64_t by_us)
@@ -117,5 +120,6 @@ bool recall_valid(const struct recall *r)
 	 * a rebase's sum of them, overflows. */
 	for (uint32_t b = 0; b < REMOLO_RECALL_BINS; b++)
 		total += r->bins[b];
-	return total <= REMOLO_RECALL_TOTAL_MAX;
+	/* A held delay is a reading: at most the last bin's edge. */
+	return total <= REMOLO_RECALL_TOTAL_MAX && r->held_us <= (REMOLO_RECALL_BINS - 1) * REMOLO_RECALL_BIN_US;
 }

@@ -2,23 +2,29 @@ package import RemoloPlayoutCore
 
 /// A sender's lateness over its earlier sessions on one network (recall.c):
 /// what the receiver keeps between sessions so that a returning sender's
-/// session starts at the delay its network needs. A value: 129 words, saved
+/// session starts at the delay its network needs. A value: 130 words, saved
 /// as a small file (`data`, `init(data:)`).
 public struct DelayRecall: Sendable, Equatable {
     /// Weight per millisecond of lateness at no delay, aged.
     public var bins: [UInt32]
     /// Movement packets it has seen (saturating).
     public var packets: UInt32
+    /// The delay the last session held, microseconds; 0: none (a session
+    /// that did not hold one, or let it go). The next keeps it while the
+    /// memory reads near it (chooser.c, REMOLO_RECALL_KEEP_SHIFT).
+    public var heldUs: UInt32
 
     /// No memory: a first session.
     public init() {
         bins = Array(repeating: 0, count: Int(REMOLO_RECALL_BINS))
         packets = 0
+        heldUs = 0
     }
 
     package init(_ r: recall) {
         bins = withUnsafeBytes(of: r.bins) { Array($0.bindMemory(to: UInt32.self)) }
         packets = r.packets
+        heldUs = r.held_us
     }
 
     package var c: recall {
@@ -28,6 +34,7 @@ public struct DelayRecall: Sendable, Equatable {
             for i in 0..<min(b.count, bins.count) { b[i] = bins[i] }
         }
         r.packets = packets
+        r.held_us = heldUs
         return r
     }
 
@@ -43,35 +50,44 @@ public struct DelayRecall: Sendable, Equatable {
         return recall_delay_us(&r, permille)
     }
 
-    static let magic: [UInt8] = Array("RRC1".utf8)
+    static let magic: [UInt8] = Array("RRC2".utf8)
+    /// The form before the held delay was kept: read as a memory whose last
+    /// session held none.
+    static let magicV1: [UInt8] = Array("RRC1".utf8)
 
-    /// The file's bytes: "RRC1", the packet count, then each bin, all
-    /// little-endian 32-bit words (520 bytes).
+    /// The file's bytes: "RRC2", the packet count, the held delay, then
+    /// each bin, all little-endian 32-bit words (524 bytes).
     public var data: [UInt8] {
         var out = Self.magic
-        out.reserveCapacity(4 * (2 + bins.count))
+        out.reserveCapacity(4 * (3 + bins.count))
         func word(_ v: UInt32) { for k in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * k))) } }
         word(packets)
+        word(heldUs)
         for b in bins { word(b) }
         return out
     }
 
-    /// Reads `data`'s form back; throws on anything else (a different
-    /// length or magic, or more weight than a memory can gather), so that a
-    /// damaged file costs a cold start, not a wrong delay.
+    /// Reads `data`'s form back, or the earlier "RRC1" form (no held delay,
+    /// 520 bytes); throws on anything else (a different length or magic,
+    /// more weight than a memory can gather, a held delay no memory reads),
+    /// so that a damaged file costs a cold start, not a wrong delay.
     public init(data: [UInt8]) throws(PlayoutError) {
         let n = Int(REMOLO_RECALL_BINS)
-        guard data.count == 4 * (2 + n), Array(data[0..<4]) == Self.magic else {
-            throw PlayoutError(description: "not a delay memory (want \(4 * (2 + n)) bytes starting with RRC1, got \(data.count) bytes); delete the file and the next session starts cold")
+        let head = Array(data.prefix(4))
+        let v2 = data.count == 4 * (3 + n) && head == Self.magic
+        guard v2 || (data.count == 4 * (2 + n) && head == Self.magicV1) else {
+            throw PlayoutError(description: "not a delay memory (want \(4 * (3 + n)) bytes starting with RRC2, or \(4 * (2 + n)) with RRC1, got \(data.count) bytes); delete the file and the next session starts cold")
         }
         func word(_ i: Int) -> UInt32 {
             (0..<4).reduce(UInt32(0)) { $0 | UInt32(data[4 * i + $1]) << (8 * $1) }
         }
         packets = word(1)
-        bins = (0..<n).map { word(2 + $0) }
+        heldUs = v2 ? word(2) : 0
+        let first = v2 ? 3 : 2
+        bins = (0..<n).map { word(first + $0) }
         var r = c
         guard recall_valid(&r) else {
-            throw PlayoutError(description: "the delay memory holds more weight than a memory can gather; delete the file and the next session starts cold")
+            throw PlayoutError(description: "the delay memory holds more weight than a memory can gather, or a held delay past its last bin; delete the file and the next session starts cold")
         }
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 import RemoloPlayout
 import RemoloSession
 
-/// The receiver's memories of its senders' networks: one 520-byte file per
+/// The receiver's memories of its senders' networks: one 524-byte file per
 /// sender and network in a directory of their own
 /// (`delay-memory/` in the config directory). A session from a sender on a
 /// network it used before starts at the delay that network needed

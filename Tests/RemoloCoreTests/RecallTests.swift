@@ -148,11 +148,21 @@ import Testing
         #expect(bins.reduce(0, +) == 2 * REMOLO_RECALL_WEIGHT)
     }
 
-    /// The file: a round trip, and every damaged form refused with a fix.
+    /// The file: a round trip, and every damaged form refused with a fix;
+    /// the earlier form (RRC1, no held delay) still read.
     @Test func fileRoundTripAndDamage() throws {
-        let m = DelayRecall(Self.learned(10_000, Self.spiky(30_000)))
+        var m = DelayRecall(Self.learned(10_000, Self.spiky(30_000)))
+        m.heldUs = 27_000
         let back = try DelayRecall(data: m.data)
-        #expect(back == m && back.isUsable && m.data.count == 520)
+        #expect(back == m && back.isUsable && m.data.count == 524)
+        var v1 = Array("RRC1".utf8) + Array(m.data[4..<8]) + Array(m.data[12...])
+        #expect(v1.count == 520)
+        let old = try DelayRecall(data: v1)
+        #expect(old.heldUs == 0 && old.bins == m.bins && old.packets == m.packets)
+        v1[0] = 0x58
+        #expect(throws: PlayoutError.self) { try DelayRecall(data: v1) }
+        var far = m; far.heldUs = REMOLO_RECALL_BINS * REMOLO_RECALL_BIN_US
+        #expect(throws: PlayoutError.self) { try DelayRecall(data: far.data) }
         #expect(back.delayUs(permille: REMOLO_RECALL_PERMILLE) == m.delayUs(permille: REMOLO_RECALL_PERMILLE))
         var bad = m.data; bad[0] = 0x58
         #expect(throws: PlayoutError.self) { try DelayRecall(data: bad) }
@@ -237,5 +247,25 @@ import Testing
         #expect((s.delays.last ?? 0) <= cfg.delayMinUs + cfg.delayMarginUs, "settled at \(s.delays.last ?? 0)")
         #expect(s.delays[check...].allSatisfy { $0 <= max(held, cfg.delayMaxUs) })
         #expect(s.left.packets == 3_000, "the old network's memory is dropped")
+    }
+
+    // 12: a session keeps what the one before it held while the memory
+    // reads within 1/8 of it (REMOLO_RECALL_KEEP_SHIFT), reads afresh
+    // beyond, and leaves what it held for the next; one that let go
+    // (case 4) leaves none.
+    @Test func case12_aReturningSessionKeepsWhatTheOneBeforeHeld() {
+        var m = Self.learned(10_000, Self.spiky(30_000))
+        let read = Self.session(m, packets: 10, lateness: Self.spiky(30_000)).delays[0]
+        #expect(read > 24_000, "the memory reads \(read) us")
+        for (n, before, holds) in [(1, read - read / 10, read - read / 10), (2, read + read / 10, read + read / 10),
+                                   (3, read - read / 4, read), (4, read + read / 4, read), (5, UInt32(0), read)] {
+            m.held_us = before
+            let s = Self.session(m, packets: 2_000, lateness: Self.spiky(30_000))
+            #expect(s.delays.allSatisfy { $0 == holds }, "case 12.\(n): held \(s.delays[0]) us after \(before)")
+            #expect(s.left.held_us == holds, "case 12.\(n): leaves \(s.left.held_us) us")
+        }
+        m.held_us = read
+        let gone = Self.session(m, packets: 3_000, lateness: { _ in 0 })
+        #expect(gone.left.held_us == 0, "a session that let go leaves no held delay")
     }
 }

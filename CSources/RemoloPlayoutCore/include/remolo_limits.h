@@ -97,6 +97,16 @@
 /* The share of the memory's packets later than the held delay at no delay
  * (recall_permille in the default): 4.5%. */
 #define REMOLO_RECALL_PERMILLE      45u
+/* A returning session keeps the delay the session before it held while
+ * the memory's reading lies within 1/2^3 of it. One session is a few
+ * percent of the memory's weight, yet on a network of rare long holds it
+ * moves the reading by its own luck: S4's went 79, 76, 75, 79, 77, 81,
+ * 87, 87, 82, 79 ms over ten sessions in a row (seeds 6-15). A pinned
+ * delay is the same in every session; sessions that each hold their
+ * reading pool to the largest at the 95th percentile and to the mean in
+ * jitter, and were beaten at every phase by `fixed:85` there (RESULTS.md,
+ * round 15). A move past 1/8 is more than one session's luck. */
+#define REMOLO_RECALL_KEEP_SHIFT    3u
 
 /* ---- segments ----------------------------------------------------------- */
 #define REMOLO_SEG_MAX_US        50000u   /* a packet spreads over <= 50 ms */
@@ -262,6 +272,7 @@ _Static_assert((unsigned long long)REMOLO_RECALL_TOTAL_MAX +
                ((unsigned long long)REMOLO_RECALL_WEIGHT << REMOLO_RECALL_AGE_SHIFT) < (1ull << 32),
                "a recall bin cannot overflow between two agings");
 _Static_assert(REMOLO_RECALL_MIN_PACKETS >= REMOLO_RECALL_CHECK_PACKETS, "a memory holds more than a check");
+_Static_assert(REMOLO_RECALL_KEEP_SHIFT >= 1 && REMOLO_RECALL_KEEP_SHIFT < 16, "the keep band is a fraction of the held delay");
 _Static_assert(REMOLO_CHOOSER_DELAY_MAX_US >= REMOLO_DELAY_MAX_US, "the chooser's clamp reaches the seed's");
 _Static_assert(((unsigned long long)REMOLO_CHOOSER_DELAY_MAX_US + REMOLO_CHOOSER_STALL_CAP_US +
                (unsigned long long)REMOLO_CHOOSER_WEIGHT_MAX * REMOLO_CHOOSER_STALL_CAP_US)

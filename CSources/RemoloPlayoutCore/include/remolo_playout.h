@@ -229,10 +229,11 @@ int offset_update(struct offset_est *c, const struct playout_config *cfg,
 /* ---- a returning sender (recall.c) -------------------------------------- */
 /* The zero-delay shadow's lateness over a sender's sessions on one
  * network: what the receiver saves at a session's end and loads at the
- * next one's start (as 128 + 1 little-endian 32-bit words). */
+ * next one's start (as 128 + 2 little-endian 32-bit words). */
 struct recall {
 	uint32_t bins[REMOLO_RECALL_BINS];  /* weight per 1 ms of lateness, aged */
 	uint32_t packets;                   /* movement packets seen, saturating */
+	uint32_t held_us;                   /* what the last session held; 0: none */
 };
 
 void recall_init(struct recall *r);
