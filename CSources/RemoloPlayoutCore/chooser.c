@@ -39,10 +39,10 @@
  * their mean cannot see the knee of the 95th percentile. With a memory of
  * the sender's earlier sessions, the session instead holds the delay the
  * memory reads (past the knee) for as long as its own packets agree: once
- * it has REMOLO_RECALL_CHECK_PACKETS of them, every 128 packets their own
- * reading is compared, and one less than a quarter or more than four times
- * the held delay, by more than REMOLO_RECALL_CHECK_SLACK_US besides, is a
- * different network. The bound is wide because one session's reading is
+ * there are REMOLO_RECALL_CHECK_PACKETS of them, every 128 packets their
+ * own reading is compared, and one less than a quarter or more than four
+ * times the held delay, by more than REMOLO_RECALL_CHECK_SLACK_US
+ * besides, is a different network. The bound is wide because one session's reading is
  * that session's luck: on a link that holds for 150-300 ms every 10 s,
  * 8.5 s of movement read anything from 22 to 127 ms where the memory
  * reads 62; a quiet network after a stalling one reads 0 against 75.
@@ -167,8 +167,8 @@ void chooser_add(struct chooser *c, const struct playout_config *cfg, uint64_t r
 		c->cost[k] = c->cost[k] - (c->cost[k] >> shift) + candidates_us[k] + behind +
 			     (uint64_t)cfg->stall_weight * stall;
 		if (k == 0 && cfg->recall_permille) {
-			recall_add(&c->own, behind);
-			if (c->holding && c->own.packets >= REMOLO_RECALL_CHECK_PACKETS && (c->own.packets & 127) == 0)
+			recall_add(&c->own, behind, frame_us);
+			if (c->holding && c->packets + 1 >= REMOLO_RECALL_CHECK_PACKETS && ((c->packets + 1) & 127) == 0)
 				check_held(c, cfg);
 		}
 		if (c->cost[k] < c->cost[best])

@@ -19,9 +19,13 @@
  * five in the next, and a rule read from one session's packets sets the
  * delay from that session's luck. So the zero-delay shadow's lateness
  * (candidate 0's, chooser.c) goes into a histogram that outlives the
- * session: 1 ms bins, one packet's weight REMOLO_RECALL_WEIGHT, every bin
- * aged by 1/8 each 2^REMOLO_RECALL_AGE_SHIFT packets (a memory of about
- * eight times that: tens of sessions' movement). A session records its
+ * session: 1 ms bins, every bin aged by 1/8 each 2^REMOLO_RECALL_AGE_SHIFT
+ * units of movement (a memory of about eight times that: tens of
+ * sessions' movement). A packet weighs its frame, not one: the 95th
+ * percentile the frontier judges is over the time the cursor moves, and a
+ * memory that counted packets would cover half the sessions at a 240 Hz
+ * sender that it covers at 120 Hz, and read one session's luck there
+ * (RESULTS.md, round 16). A session records its
  * own packets apart (recall_add) and merges them into the memory it was
  * given at its end (recall_merge); the receiver keeps the result per
  * sender and network and hands it to the next session; read there at
@@ -31,7 +35,7 @@
  * reading still lies near (held_us): then that one, so that one session's
  * luck does not move it.
  *
- * Per packet: one bin; every 2^REMOLO_RECALL_AGE_SHIFT packets a pass over
+ * Per packet: one bin; every 2^REMOLO_RECALL_AGE_SHIFT units a pass over
  * the bins. No allocation, no division.
  */
 #include <string.h>
@@ -43,14 +47,36 @@ void recall_init(struct recall *r)
 	memset(r, 0, sizeof(*r));
 }
 
-void recall_add(struct recall *r, uint64_t behind_us)
+/* Past 2^31 the count steps back by 2^30: a whole number of agings and
+ * checks, and still a usable memory. */
+static uint32_t fold(uint64_t moved)
 {
-	uint64_t bin = behind_us / REMOLO_RECALL_BIN_US;
+	while (moved >= REMOLO_RECALL_FOLD_AT)
+		moved -= REMOLO_RECALL_FOLD_BY;
+	return (uint32_t)moved;
+}
 
-	r->bins[bin < REMOLO_RECALL_BINS ? bin : REMOLO_RECALL_BINS - 1] += REMOLO_RECALL_WEIGHT;
-	if (r->packets < UINT32_MAX)
-		r->packets++;
-	if ((r->packets & ((1u << REMOLO_RECALL_AGE_SHIFT) - 1)) == 0)
+uint32_t recall_weight(uint32_t frame_us)
+{
+	uint32_t f = frame_us < REMOLO_RECALL_FRAME_MAX_US ? frame_us : REMOLO_RECALL_FRAME_MAX_US;
+	uint32_t w = f >> REMOLO_RECALL_UNIT_SHIFT;
+
+	return w ? w : 1;
+}
+
+void recall_add(struct recall *r, uint64_t behind_us, uint32_t frame_us)
+{
+	/* Bin b holds lateness in (b - 1, b] ms, bin 0 a packet on time: so
+	 * a reading of b ms leaves every packet in the bins above it late,
+	 * and none in b. */
+	uint64_t bin = (behind_us + REMOLO_RECALL_BIN_US - 1) / REMOLO_RECALL_BIN_US;
+	uint32_t w = recall_weight(frame_us), was = r->moved;
+
+	r->bins[bin < REMOLO_RECALL_BINS ? bin : REMOLO_RECALL_BINS - 1] += w;
+	r->moved = fold((uint64_t)was + w);
+	/* The bound below (remolo_limits.h) holds as long as no more than
+	 * 2^AGE_SHIFT and one frame come between two agings. */
+	if (((uint64_t)was + w) >> REMOLO_RECALL_AGE_SHIFT != was >> REMOLO_RECALL_AGE_SHIFT)
 		for (uint32_t b = 0; b < REMOLO_RECALL_BINS; b++)
 			r->bins[b] -= r->bins[b] >> REMOLO_RECALL_AGE_BY;
 }
@@ -70,22 +96,26 @@ uint32_t recall_delay_us(const struct recall *r, uint32_t permille)
 		if (acc >= need)
 			break;
 	}
+	/* The bins above b hold less than the share, and b ms is the upper
+	 * edge of bin b's lateness (recall_add): a delay that leaves less
+	 * than `permille` later. A lower edge would leave bin b's packets
+	 * late by up to a bin, and at a 240 Hz sender that is the one
+	 * millisecond between the knee and the pin past it (RESULTS.md,
+	 * round 16). */
 	return b * REMOLO_RECALL_BIN_US;
 }
 
 bool recall_usable(const struct recall *r)
 {
-	return r->packets >= REMOLO_RECALL_MIN_PACKETS;
+	return r->moved >= REMOLO_RECALL_MIN_MOVED;
 }
 
 void recall_merge(struct recall *out, const struct recall *old, const struct recall *session)
 {
-	/* The old memory ages as if the session's packets had followed it:
-	 * once for each multiple of 2^REMOLO_RECALL_AGE_SHIFT they cross. */
-	uint64_t from = old->packets >> REMOLO_RECALL_AGE_SHIFT;
-	uint64_t to = ((uint64_t)old->packets + session->packets) >> REMOLO_RECALL_AGE_SHIFT;
-	uint64_t agings = to - from;
-	uint64_t total = (uint64_t)old->packets + session->packets;
+	/* The old memory ages as if the session's movement had followed it:
+	 * once for each multiple of 2^REMOLO_RECALL_AGE_SHIFT it crosses. */
+	uint64_t total = (uint64_t)old->moved + session->moved;
+	uint64_t agings = (total >> REMOLO_RECALL_AGE_SHIFT) - (old->moved >> REMOLO_RECALL_AGE_SHIFT);
 
 	for (uint32_t b = 0; b < REMOLO_RECALL_BINS; b++) {
 		uint32_t v = old->bins[b];
@@ -94,7 +124,7 @@ void recall_merge(struct recall *out, const struct recall *old, const struct rec
 			v -= v >> REMOLO_RECALL_AGE_BY;
 		out->bins[b] = v + session->bins[b];
 	}
-	out->packets = total < UINT32_MAX ? (uint32_t)total : UINT32_MAX;
+	out->moved = fold(total);
 	out->held_us = 0;   /* chooser_recall_out says what the session held */
 }
 
@@ -120,6 +150,7 @@ bool recall_valid(const struct recall *r)
 	 * a rebase's sum of them, overflows. */
 	for (uint32_t b = 0; b < REMOLO_RECALL_BINS; b++)
 		total += r->bins[b];
-	/* A held delay is a reading: at most the last bin's edge. */
-	return total <= REMOLO_RECALL_TOTAL_MAX && r->held_us <= (REMOLO_RECALL_BINS - 1) * REMOLO_RECALL_BIN_US;
+	/* A held delay is a reading: at most the last bin's. */
+	return total <= REMOLO_RECALL_TOTAL_MAX && r->held_us <= (REMOLO_RECALL_BINS - 1) * REMOLO_RECALL_BIN_US &&
+	       r->moved < REMOLO_RECALL_FOLD_AT;
 }

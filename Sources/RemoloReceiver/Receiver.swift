@@ -281,7 +281,7 @@ public final class Receiver: @unchecked Sendable {
         if memory.isUsable {
             let ms = Double(memory.delayUs(permille: playout.recallPermille)) / 1000
             onEvent("sender \(peer.fingerprint) on \(network): starts at \(String(format: "%.0f", ms)) ms, "
-                    + "what its \(memory.packets) packets there needed")
+                    + "what its \(String(format: "%.0f", memory.movedSeconds)) s of movement there needed")
         }
         return (memory, { left in
             do { try store.save(left, sender: peer, network: network) } catch {

@@ -13,24 +13,30 @@ import Testing
 /// not tuned on, 6-15 (sessions 21-30), where the held delay kept from
 /// session to session is what keeps it off the frontier's every-phase
 /// verdict (REMOLO_RECALL_KEEP_SHIFT; RESULTS.md, round 15); 1 ms steps
-/// from 70 to 90 ms there, where its knee lies.
+/// from 70 to 90 ms there, where its knee lies. And at a 240 Hz sender,
+/// where a memory that counted packets covered half the sessions (S4,
+/// seeds 6-15) and a reading at a bin's lower edge sat one millisecond
+/// short of the pin past the knee (S5, seeds 1-5): RESULTS.md, round 16.
 @Suite struct ReturningFrontierTests {
     static func sweep(fine: ClosedRange<Int>) -> [Policy] {
         Array(Set(stride(from: 0, through: 100, by: 5)).union(fine)).sorted().map { .fixed(ms: $0) }
     }
 
-    @Test(arguments: [(Scenario.s4, 1, 5, 55...95), (.s5, 1, 5, 55...95), (.s4, 6, 10, 70...90)])
-    func aReturningSenderIsNotBeatenByAPinnedDelay(_ sc: Scenario, _ first: Int, _ seeds: Int, _ fine: ClosedRange<Int>) throws {
-        let name = "\(sc.rawValue) seeds \(first)-\(first + seeds - 1)"
-        let rows = Lab.simulate(scenarios: [sc], policies: [.default] + Self.sweep(fine: fine), seeds: seeds, firstSeed: first,
-                                returning: 20)
+    @Test(arguments: [(Scenario.s4, 1, 5, 55...95, 120), (.s5, 1, 5, 55...95, 120), (.s4, 6, 10, 70...90, 120),
+                      (.s4, 6, 10, 75...90, 240), (.s5, 1, 5, 75...90, 240)])
+    func aReturningSenderIsNotBeatenByAPinnedDelay(_ sc: Scenario, _ first: Int, _ seeds: Int, _ fine: ClosedRange<Int>,
+                                                   _ senderHz: Int) throws {
+        let name = "\(sc.rawValue) seeds \(first)-\(first + seeds - 1) at a \(senderHz) Hz sender"
+        let rows = Lab.simulate(scenarios: [sc], policies: [.default] + Self.sweep(fine: fine), seeds: seeds, senderHz: senderHz,
+                                firstSeed: first, returning: 20)
         let fixed = rows.filter { $0.policy.hasPrefix("fixed:") }
         let r = try #require(rows.first { $0.policy == "default" })
         let f = FrontierReport(row: r, sweep: fixed)
         #expect(!f.dominatedAtEveryPhase, "\(name): \(f.text)")
         // And the memory is what did it: the same runs as first sessions
         // are beaten at every phase (the pinned delays' runs are the same).
-        let c = try #require(Lab.simulate(scenarios: [sc], policies: [.default], seeds: seeds, firstSeed: first).first)
+        let c = try #require(Lab.simulate(scenarios: [sc], policies: [.default], seeds: seeds, senderHz: senderHz,
+                                          firstSeed: first).first)
         #expect(FrontierReport(row: c, sweep: fixed).dominatedAtEveryPhase, "\(name) cold")
     }
 }

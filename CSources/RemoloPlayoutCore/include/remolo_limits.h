@@ -75,27 +75,39 @@
 #define REMOLO_CHOOSE_HYSTERESIS_PERMILLE 50u
 #define REMOLO_CHOOSER_SHIFT_MAX    16u
 /* A returning sender (recall.c): the zero-delay shadow's lateness in 1 ms
- * bins to 127 ms (the last bin holds everything above), a packet's weight
- * 256, every bin aged by 1/8 each 2^13 packets (68 s of movement at 120
- * Hz), so the memory is about 2^16 packets, some thirty 30 s sessions of
- * the lab's gestures. It is held only once it has 2^13 packets (four or
- * five such sessions: one session's holds are its own luck), and a session
- * overrules it after 2^10 packets of its own (8.5 s) that read less than a
- * quarter or more than four times as long, by 10 ms besides (chooser.c). */
+ * bins, bin b holding (b - 1, b] ms and bin 0 a packet on time, to 127 ms
+ * (the last bin holds everything above 126 ms). The memory counts
+ * movement time, not packets: a packet weighs its frame, one unit per
+ * 2^5 us (260 at a 120 Hz sender, 130 at 240 Hz, at most a 50 ms
+ * frame's 1562), and every bin is aged by 1/8 each 2^21 units (67 s of
+ * movement), so the memory is about nine minutes of movement, some
+ * thirty 30 s sessions of the lab's gestures, at any sender rate. It is
+ * held only once it has 2^21 units (67 s: four or five such sessions;
+ * one session's holds are its own luck). A session overrules it after
+ * 2^10 packets of its own (8.5 s at 120 Hz), checked every 128, that read
+ * less than a quarter or more than four times as long, by 10 ms besides
+ * (chooser.c): that check counts packets, the sample its quantile is read
+ * from (counted in time, a 60 Hz sender's 8 s read too few to tell its
+ * luck from another network: RESULTS.md, round 16). A count that reaches
+ * 2^31 folds back by 2^30, a whole number of agings, so it never
+ * saturates. */
 #define REMOLO_RECALL_BINS          128u
 #define REMOLO_RECALL_BIN_US        1000u
-#define REMOLO_RECALL_WEIGHT        256u
-#define REMOLO_RECALL_AGE_SHIFT     13u
+#define REMOLO_RECALL_UNIT_SHIFT    5u
+#define REMOLO_RECALL_FRAME_MAX_US  50000u
+#define REMOLO_RECALL_AGE_SHIFT     21u
 #define REMOLO_RECALL_AGE_BY        3u
-#define REMOLO_RECALL_MIN_PACKETS   8192u
+#define REMOLO_RECALL_MIN_MOVED     (1u << 21)
 #define REMOLO_RECALL_CHECK_PACKETS 1024u
+#define REMOLO_RECALL_FOLD_AT       (1u << 31)
+#define REMOLO_RECALL_FOLD_BY       (1u << 30)
 #define REMOLO_RECALL_CHECK_SLACK_US 10000u
 #define REMOLO_RECALL_CHECK_RATIO   4u
-/* The aging's steady state holds 256 * 2^13 * 8 = 2^24; a loaded memory
+/* The aging's steady state holds about 8 * 2^21 = 2^24; a loaded memory
  * may hold up to four times that. */
 #define REMOLO_RECALL_TOTAL_MAX     (1u << 26)
-/* The share of the memory's packets later than the held delay at no delay
- * (recall_permille in the default): 4.5%. */
+/* The share of the memory's movement later than the held delay at no
+ * delay (recall_permille in the default): under 4.5%. */
 #define REMOLO_RECALL_PERMILLE      45u
 /* A returning session keeps the delay the session before it held while
  * the memory's reading lies within 1/2^3 of it. One session is a few
@@ -268,10 +280,16 @@ _Static_assert(REMOLO_DELAY_MIN_US <= REMOLO_DELAY_START_US &&
                REMOLO_DELAY_START_US <= REMOLO_DELAY_MAX_US, "start delay inside the clamp");
 _Static_assert(REMOLO_LATE_MIN_US <= REMOLO_LATE_MAX_US, "late replay range");
 _Static_assert((REMOLO_RECALL_BINS & (REMOLO_RECALL_BINS - 1)) == 0, "recall bins: power of two");
-_Static_assert((unsigned long long)REMOLO_RECALL_TOTAL_MAX +
-               ((unsigned long long)REMOLO_RECALL_WEIGHT << REMOLO_RECALL_AGE_SHIFT) < (1ull << 32),
+_Static_assert((unsigned long long)REMOLO_RECALL_TOTAL_MAX + (1ull << REMOLO_RECALL_AGE_SHIFT) +
+               (REMOLO_RECALL_FRAME_MAX_US >> REMOLO_RECALL_UNIT_SHIFT) < (1ull << 32),
                "a recall bin cannot overflow between two agings");
-_Static_assert(REMOLO_RECALL_MIN_PACKETS >= REMOLO_RECALL_CHECK_PACKETS, "a memory holds more than a check");
+_Static_assert(REMOLO_RECALL_MIN_MOVED >> REMOLO_RECALL_UNIT_SHIFT >= REMOLO_RECALL_CHECK_PACKETS,
+               "a memory holds more than a check's packets at their longest frames");
+_Static_assert(REMOLO_RECALL_FOLD_BY % (1u << REMOLO_RECALL_AGE_SHIFT) == 0 &&
+               REMOLO_RECALL_FOLD_BY >= REMOLO_RECALL_MIN_MOVED && REMOLO_RECALL_FOLD_BY < REMOLO_RECALL_FOLD_AT,
+               "a fold keeps the aging's and the check's phase and a usable memory usable");
+_Static_assert((unsigned long long)REMOLO_RECALL_FOLD_AT + (REMOLO_RECALL_FRAME_MAX_US >> REMOLO_RECALL_UNIT_SHIFT) < (1ull << 32),
+               "a count below the fold takes one more packet");
 _Static_assert(REMOLO_RECALL_KEEP_SHIFT >= 1 && REMOLO_RECALL_KEEP_SHIFT < 16, "the keep band is a fraction of the held delay");
 _Static_assert(REMOLO_CHOOSER_DELAY_MAX_US >= REMOLO_DELAY_MAX_US, "the chooser's clamp reaches the seed's");
 _Static_assert(((unsigned long long)REMOLO_CHOOSER_DELAY_MAX_US + REMOLO_CHOOSER_STALL_CAP_US +

@@ -231,22 +231,26 @@ int offset_update(struct offset_est *c, const struct playout_config *cfg,
  * network: what the receiver saves at a session's end and loads at the
  * next one's start (as 128 + 2 little-endian 32-bit words). */
 struct recall {
-	uint32_t bins[REMOLO_RECALL_BINS];  /* weight per 1 ms of lateness, aged */
-	uint32_t packets;                   /* movement packets seen, saturating */
+	uint32_t bins[REMOLO_RECALL_BINS];  /* weight per 1 ms of lateness, (b-1, b] ms, aged */
+	uint32_t moved;                     /* movement seen, 2^REMOLO_RECALL_UNIT_SHIFT us units, folded */
 	uint32_t held_us;                   /* what the last session held; 0: none */
 };
 
 void recall_init(struct recall *r);
-/* One packet's lateness at no delay; ages the bins every
- * 2^REMOLO_RECALL_AGE_SHIFT packets. */
-void recall_add(struct recall *r, uint64_t behind_us);
-/* The longest lateness (a bin's lower edge) that `permille` of the weight
- * reaches; 0 when empty. */
+/* A packet's weight: its frame in 2^REMOLO_RECALL_UNIT_SHIFT us units
+ * (up to REMOLO_RECALL_FRAME_MAX_US), at least 1. */
+uint32_t recall_weight(uint32_t frame_us);
+/* One packet's lateness at no delay, weighed by its frame; ages the bins
+ * each 2^REMOLO_RECALL_AGE_SHIFT units of movement. */
+void recall_add(struct recall *r, uint64_t behind_us, uint32_t frame_us);
+/* The shortest delay (a bin's upper edge: bin b holds lateness in
+ * (b - 1, b] ms) that less than `permille` of the weight is later than;
+ * 0 when empty. */
 uint32_t recall_delay_us(const struct recall *r, uint32_t permille);
-/* Whether it holds enough packets to be held (REMOLO_RECALL_MIN_PACKETS). */
+/* Whether it holds enough movement to be held (REMOLO_RECALL_MIN_MOVED). */
 bool recall_usable(const struct recall *r);
 /* The memory `old` followed by a session's own packets (a memory that
- * started empty): `old` aged as those packets would have aged it. */
+ * started empty): `old` aged as that movement would have aged it. */
 void recall_merge(struct recall *out, const struct recall *old, const struct recall *session);
 /* The offset rose by by_us: every lateness is that much smaller. */
 void recall_rebase(struct recall *r, uint64_t by_us);
