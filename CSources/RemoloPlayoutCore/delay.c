@@ -18,7 +18,7 @@
  * (docs/playout.md, "A returning sender"). The held delay is not clamped
  * to delay_max_us: that cap keeps one clump in a 240-packet window from
  * taking the delay past 60 ms (design note, part 4), and the memory's
- * reading is a share of at least 2^13 packets, not one clump. It is kept
+ * reading is a share of at least 67 s of movement, not one clump. It is kept
  * within the candidates' range (REMOLO_CHOOSER_DELAY_MAX_US) instead.
  */
 #include <string.h>
