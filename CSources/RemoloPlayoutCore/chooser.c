@@ -42,10 +42,10 @@
  * there are REMOLO_RECALL_CHECK_PACKETS of them, every 128 packets their
  * own reading is compared, and one less than a quarter or more than four
  * times the held delay, by more than REMOLO_RECALL_CHECK_SLACK_US
- * besides, is a different network. The bound is wide because one session's reading is
- * that session's luck: on a link that holds for 150-300 ms every 10 s,
- * 8.5 s of movement read anything from 22 to 127 ms where the memory
- * reads 62; a quiet network after a stalling one reads 0 against 75.
+ * besides, is a different network. The bound is wide because one
+ * session's reading is that session's luck: on a link that holds for
+ * 150-300 ms every 10 s, 8.5 s of movement read anything from 22 to 127
+ * ms where the memory reads 62; a quiet network after a stalling one reads 0 against 75.
  * Then the session goes back to the costs (the window's quantile without
  * stall_weight: delay.c), and the memory is dropped: what the next
  * session starts from is this session's packets, the new network's.

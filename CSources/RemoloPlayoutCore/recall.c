@@ -47,9 +47,7 @@ void recall_init(struct recall *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* Past 2^31 the count steps back by 2^30: a whole number of agings and
- * checks, and still a usable memory. */
-static uint32_t fold(uint64_t moved)
+uint32_t recall_fold(uint64_t moved)
 {
 	while (moved >= REMOLO_RECALL_FOLD_AT)
 		moved -= REMOLO_RECALL_FOLD_BY;
@@ -73,7 +71,7 @@ void recall_add(struct recall *r, uint64_t behind_us, uint32_t frame_us)
 	uint32_t w = recall_weight(frame_us), was = r->moved;
 
 	r->bins[bin < REMOLO_RECALL_BINS ? bin : REMOLO_RECALL_BINS - 1] += w;
-	r->moved = fold((uint64_t)was + w);
+	r->moved = recall_fold((uint64_t)was + w);
 	/* The bound below (remolo_limits.h) holds as long as no more than
 	 * 2^AGE_SHIFT and one frame come between two agings. */
 	if (((uint64_t)was + w) >> REMOLO_RECALL_AGE_SHIFT != was >> REMOLO_RECALL_AGE_SHIFT)
@@ -124,7 +122,7 @@ void recall_merge(struct recall *out, const struct recall *old, const struct rec
 			v -= v >> REMOLO_RECALL_AGE_BY;
 		out->bins[b] = v + session->bins[b];
 	}
-	out->moved = fold(total);
+	out->moved = recall_fold(total);
 	out->held_us = 0;   /* chooser_recall_out says what the session held */
 }
 

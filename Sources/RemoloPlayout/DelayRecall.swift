@@ -90,7 +90,7 @@ public struct DelayRecall: Sendable, Equatable {
         // The earlier forms counted packets, each of weight 256: the
         // movement count is the weight added, as it is now (a 120 Hz
         // packet weighs 260), folded as recall.c folds it.
-        moved = v3 ? word(1) : Self.fold(UInt64(word(1)) << 8)
+        moved = v3 ? word(1) : recall_fold(UInt64(word(1)) << 8)
         heldUs = v3 || v2 ? word(2) : 0
         let first = v3 || v2 ? 3 : 2
         bins = (0..<n).map { word(first + $0) }
@@ -98,11 +98,5 @@ public struct DelayRecall: Sendable, Equatable {
         guard recall_valid(&r) else {
             throw PlayoutError(description: "the delay memory holds more weight or movement than a memory can gather, or a held delay past its last bin; delete the file and the next session starts cold")
         }
-    }
-
-    static func fold(_ moved: UInt64) -> UInt32 {
-        var m = moved
-        while m >= UInt64(REMOLO_RECALL_FOLD_AT) { m -= UInt64(REMOLO_RECALL_FOLD_BY) }
-        return UInt32(m)
     }
 }

@@ -287,7 +287,7 @@ _Static_assert(REMOLO_RECALL_MIN_MOVED >> REMOLO_RECALL_UNIT_SHIFT >= REMOLO_REC
                "a memory holds more than a check's packets at their longest frames");
 _Static_assert(REMOLO_RECALL_FOLD_BY % (1u << REMOLO_RECALL_AGE_SHIFT) == 0 &&
                REMOLO_RECALL_FOLD_BY >= REMOLO_RECALL_MIN_MOVED && REMOLO_RECALL_FOLD_BY < REMOLO_RECALL_FOLD_AT,
-               "a fold keeps the aging's and the check's phase and a usable memory usable");
+               "a fold keeps the aging's phase and a usable memory usable");
 _Static_assert((unsigned long long)REMOLO_RECALL_FOLD_AT + (REMOLO_RECALL_FRAME_MAX_US >> REMOLO_RECALL_UNIT_SHIFT) < (1ull << 32),
                "a count below the fold takes one more packet");
 _Static_assert(REMOLO_RECALL_KEEP_SHIFT >= 1 && REMOLO_RECALL_KEEP_SHIFT < 16, "the keep band is a fraction of the held delay");

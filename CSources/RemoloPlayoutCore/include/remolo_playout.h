@@ -240,6 +240,9 @@ void recall_init(struct recall *r);
 /* A packet's weight: its frame in 2^REMOLO_RECALL_UNIT_SHIFT us units
  * (up to REMOLO_RECALL_FRAME_MAX_US), at least 1. */
 uint32_t recall_weight(uint32_t frame_us);
+/* A movement count past 2^31 stepped back by 2^30 until below: a whole
+ * number of agings, and still a usable memory. */
+uint32_t recall_fold(uint64_t moved);
 /* One packet's lateness at no delay, weighed by its frame; ages the bins
  * each 2^REMOLO_RECALL_AGE_SHIFT units of movement. */
 void recall_add(struct recall *r, uint64_t behind_us, uint32_t frame_us);
