@@ -10,7 +10,8 @@ let simulateUsage = """
 usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--display-hz HZ,...] [--drain-hz auto|HZ,...]
                        [--sender-hz 60-240] [--duration SECONDS]
-                       [--seed S] [--json|--markdown] [--trace FILE]
+                       [--seed S] [--json|--markdown] [--trace FILE
+                       [--gesture-from TRACE [--from SECONDS]]]
                        [--write-trace FILE] [--svg FILE]
                        [--perfect-network] [--frontier]
                        [--transport udp|redundant|tcp|both|all] [--gaps-lost]
@@ -40,6 +41,10 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
   --markdown     the table as Markdown
   --dump-frames FILE  per-vsync cursor and shifted ideal of the first policy (one scenario, --seed)
   --trace FILE   replay a recorded arrivals trace instead of scenarios
+  --gesture-from TRACE  with --trace: FILE is a roc-streaming receiver dump (its
+                 'm,RECV_NS,RTP_TS' lines, unpacked; how R1 and R2 were made):
+                 its timing with TRACE's gesture laid over its send times, for
+                 as long as TRACE lasts, from --from SECONDS into the dump (0)
   --write-trace FILE  save one scenario's arrivals (seed --seed) in the trace format
   --svg FILE     plots for one scenario and seed (--seed, default 1), or for --trace;
                  with --frontier, the frontier of every scenario (or the trace),
@@ -101,6 +106,8 @@ struct SimulateOptions {
     var json = false
     var markdown = false
     var trace: String?
+    var gestureFrom: String?
+    var fromS: Double?
     var writeTrace: String?
     var svg: String?
     var dump: String?
@@ -159,6 +166,8 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         case "--markdown": o.markdown = true
         case "--dump-frames": o.dump = p.value()
         case "--trace": o.trace = p.value()
+        case "--gesture-from": o.gestureFrom = p.value()
+        case "--from": o.fromS = p.double(in: 0...1e6)
         case "--write-trace": o.writeTrace = p.value()
         case "--svg": o.svg = p.value()
         case "--perfect-network": o.perfect = true
@@ -181,6 +190,8 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
         }
     }
     if o.gapsLost && o.trace == nil { fail("--gaps-lost reads a recorded trace: add --trace FILE") }
+    if o.gestureFrom != nil && o.trace == nil { fail("--gesture-from lays a gesture over a dump's timing: add --trace DUMP") }
+    if o.fromS != nil && o.gestureFrom == nil { fail("--from reads a dump from that second on: add --gesture-from TRACE") }
     if o.events && o.trace == nil { fail("--events reads a recorded trace: add --trace FILE") }
     if o.isDrainTable && (o.frontier || o.svg != nil || o.writeTrace != nil || o.dump != nil || o.perfect) {
         fail("a drain table (several --display-hz or --drain-hz) is scored alone: drop --frontier, --svg, "
@@ -343,11 +354,19 @@ func eventsReport(_ o: SimulateOptions, trace: Trace) {
     var rows: [LabRow] = []
     if let path = o.trace {
         var trace: Trace
-        do { trace = try Trace.read(from: path) } catch let e as Trace.ParseError {
-            fail("\(path): \(e.description)")
+        do {
+            if let g = o.gestureFrom {
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { fail("\(path): cannot read it as text") }
+                trace = try RocDump.trace(dump: text, gesture: try Trace.read(from: g), fromS: o.fromS ?? 0)
+            } else {
+                trace = try Trace.read(from: path)
+            }
+        } catch let e as Trace.ParseError {
+            fail("\(o.gestureFrom ?? path): \(e.description)")
         } catch { fail("\(path): \(error)") }
         guard trace.records.contains(where: { $0.arriveUs != nil }) else { fail("\(path): no datagram arrived: nothing to replay") }
         var name = (path as NSString).lastPathComponent
+        if let from = o.fromS { name += " from \(Int(from)) s" }
         if o.gapsLost { trace = trace.gapsLost; name += " gaps-lost" }
         if o.events { return eventsReport(o, trace: trace) }
         rows = byTransport(o.transports) { t in
