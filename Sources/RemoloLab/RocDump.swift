@@ -1,6 +1,5 @@
 import Foundation
 import RemoloTrace
-import RemoloTypes
 
 /// A receiver dump from the roc-streaming project's measurements
 /// (github.com/roc-streaming/qa, `reports/*/`: `*.csv.xz` and
@@ -43,19 +42,15 @@ public enum RocDump {
                 throw LabError("dump line \(lineNo): expected 'm,RECV_NS,RTP_TS,...', found '\(line.prefix(80))'")
             }
             let rtp = Int64(ts)
-            if let f0 = first {
-                // Unwrap the 32-bit timestamp against the one before.
-                if rtp - prev < -(1 << 31) { wraps += 1 << 32 }
-                if rtp - prev > (1 << 31) { wraps -= 1 << 32 }
-                prev = rtp
-                let r = rtp + wraps
-                guard seen.insert(r).inserted else { continue }
-                out.append((Double(r - f0.rtp) * 1e6 / rtpHz, (recv - f0.recv) / 1000))
-            } else {
-                first = (rtp, recv); prev = rtp
-                seen.insert(rtp)
-                out.append((0, 0))
-            }
+            // Unwrap the 32-bit timestamp against the one before.
+            if first != nil && rtp - prev < -(1 << 31) { wraps += 1 << 32 }
+            if first != nil && rtp - prev > (1 << 31) { wraps -= 1 << 32 }
+            prev = rtp
+            let r = rtp + wraps
+            guard seen.insert(r).inserted else { continue }
+            let f0 = first ?? (r, recv)
+            first = f0
+            out.append((Double(r - f0.rtp) * 1e6 / rtpHz, (recv - f0.recv) / 1000))
         }
         guard out.count >= 2 else { throw LabError("no 'm,' packet lines: not a roc-streaming receiver dump (unpack the .xz first)") }
         out.sort { $0.0 < $1.0 }
@@ -83,9 +78,9 @@ public enum RocDump {
 
         func at(_ s: Double) -> (Double, Double) {
             guard let last = t.indices.last else { return (0, 0) }
-            var lo = 0, hi = last
             if s <= t[0] { return (x[0], y[0]) }
             if s >= t[last] { return (x[last], y[last]) }
+            var lo = 0, hi = last
             while hi - lo > 1 { let m = (lo + hi) / 2; if t[m] <= s { lo = m } else { hi = m } }
             let w = t[hi] > t[lo] ? (s - t[lo]) / (t[hi] - t[lo]) : 0
             return (x[lo] + w * (x[hi] - x[lo]), y[lo] + w * (y[hi] - y[lo]))
