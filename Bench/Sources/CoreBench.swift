@@ -24,12 +24,12 @@ private struct Stream {
     }
 }
 
-/// The default policy, or with `chooser` the lab's `chooser` policy (the
-/// delay chosen by replaying candidate delays, chooser.c).
-private func newPlayout(chooser: Bool = false) -> UnsafeMutablePointer<playout> {
+/// The default policy, or another of the lab's: `chooser` (the delay
+/// chosen by replaying candidate delays, chooser.c) or `floored` (the same
+/// with the window kept for its floor, delay.c).
+private func newPlayout(policy: Policy = .default) -> UnsafeMutablePointer<playout> {
     let p = UnsafeMutablePointer<playout>.allocate(capacity: 1)
-    if chooser {
-        var c = Policy.chooserConfig.c
+    if policy != .default, var c = policy.config?.c {
         _ = playout_init(p, &c)
     } else {
         _ = playout_init(p, nil)
@@ -41,15 +41,16 @@ private func newPlayout(chooser: Bool = false) -> UnsafeMutablePointer<playout> 
 /// with the queue drained between batches (untimed) so it never fills.
 /// `recoverEvery` > 0: every so many packets the one before was lost and
 /// this one carries its motion (the redundancy feature):
-/// `core.packet_ns.recovered` with 4. `chooser`: the same with the delay
-/// chooser (`core.packet_ns.chooser`, measured in the same run).
+/// `core.packet_ns.recovered` with 4. `policy`: the same with the lab's
+/// `chooser` or `floored` (`core.packet_ns.chooser`, `.floored`, measured
+/// in the same run).
 /// `gesture`: each packet a three-finger swipe's state, a new gesture every
 /// 60 (`core.packet_ns.gesture`), in batches of 16, half the gesture ring,
 /// as a delay of 130 ms at 120 Hz would hold.
-private func packetNs(_ s: BenchSettings, recoverEvery: Int = 0, chooser: Bool = false, gesture: Bool = false) -> Double {
+private func packetNs(_ s: BenchSettings, recoverEvery: Int = 0, policy: Policy = .default, gesture: Bool = false) -> Double {
     let n = gesture ? 16 : 64
     let stream = Stream(count: 1 << 16, seed: 1)
-    let p = newPlayout(chooser: chooser)
+    let p = newPlayout(policy: policy)
     defer { p.deallocate() }
     var k = 0
     var total: Double = 0
@@ -170,7 +171,8 @@ func coreBenches() -> [BenchCase] {
         BenchCase(name: "core.packet_ns") { s in
             [BenchResult(name: "core.packet_ns", value: packetNs(s), unit: "ns"),
              BenchResult(name: "core.packet_ns.recovered", value: packetNs(s, recoverEvery: 4), unit: "ns"),
-             BenchResult(name: "core.packet_ns.chooser", value: packetNs(s, chooser: true), unit: "ns"),
+             BenchResult(name: "core.packet_ns.chooser", value: packetNs(s, policy: .chooser), unit: "ns"),
+             BenchResult(name: "core.packet_ns.floored", value: packetNs(s, policy: .floored), unit: "ns"),
              BenchResult(name: "core.packet_ns.gesture", value: packetNs(s, gesture: true), unit: "ns")]
         },
         BenchCase(name: "core.tick_ns") { s in
@@ -181,7 +183,8 @@ func coreBenches() -> [BenchCase] {
                 return [BenchResult(name: "core.allocs_per_1e6", value: .nan, unit: "allocs (counter not interposed)")]
             }
             return [BenchResult(name: "core.allocs_per_1e6", value: allocsPer1e6(s), unit: "allocs"),
-                    BenchResult(name: "core.allocs_per_1e6.chooser", value: allocsPer1e6(s, config: Policy.chooserConfig), unit: "allocs")]
+                    BenchResult(name: "core.allocs_per_1e6.chooser", value: allocsPer1e6(s, config: Policy.chooserConfig), unit: "allocs"),
+                    BenchResult(name: "core.allocs_per_1e6.floored", value: allocsPer1e6(s, config: .floored), unit: "allocs")]
         },
     ]
 }

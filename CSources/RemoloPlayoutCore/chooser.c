@@ -69,6 +69,7 @@ static inline uint64_t later(uint64_t a, uint64_t b) { return a > b ? a : b; }
 void chooser_init(struct chooser *c, uint32_t start_us)
 {
 	memset(c, 0, sizeof(*c));
+	c->knee_us = UINT32_MAX;
 	/* Start on the candidate nearest the configured start delay. */
 	for (uint32_t k = 1; k < REMOLO_CHOOSER_CANDIDATES; k++) {
 		uint32_t a = candidates_us[k] > start_us ? candidates_us[k] - start_us : start_us - candidates_us[k];
@@ -104,6 +105,8 @@ void chooser_rebase(struct chooser *c, uint64_t by_us)
 	 * lateness, measured against the lower offset, moves. The memory's
 	 * was measured against its own sessions' offsets. */
 	recall_rebase(&c->own, by_us);
+	if (c->knee_us != UINT32_MAX)
+		c->knee_us = c->knee_us > by_us ? c->knee_us - (uint32_t)by_us : 0;
 }
 
 void chooser_recall_out(const struct chooser *c, struct recall *out)
@@ -168,6 +171,10 @@ void chooser_add(struct chooser *c, const struct playout_config *cfg, uint64_t r
 			     (uint64_t)cfg->stall_weight * stall;
 		if (k == 0 && cfg->recall_permille) {
 			recall_add(&c->own, behind, frame_us);
+			/* choose_floor's reading of the session (delay.c). */
+			if (cfg->choose_floor && c->packets + 1 >= REMOLO_FLOOR_MIN_PACKETS &&
+			    ((c->packets + 1) & (REMOLO_FLOOR_EVERY - 1)) == 0)
+				c->knee_us = recall_delay_us(&c->own, cfg->recall_permille);
 			if (c->holding && c->packets + 1 >= REMOLO_RECALL_CHECK_PACKETS && ((c->packets + 1) & 127) == 0)
 				check_held(c, cfg);
 		}

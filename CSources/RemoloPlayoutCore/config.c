@@ -36,6 +36,7 @@ void playout_config_seed(struct playout_config *cfg)
 	cfg->choose_horizon_shift = REMOLO_CHOOSE_HORIZON_SHIFT;
 	cfg->choose_hysteresis_permille = REMOLO_CHOOSE_HYSTERESIS_PERMILLE;
 	cfg->recall_permille = 0;
+	cfg->choose_floor = 0;
 	cfg->keep_max_us = 0;
 	cfg->lost_span_max_us = 0;
 }
@@ -119,6 +120,10 @@ const char *playout_config_problem(const struct playout_config *cfg)
 		return "choose_hysteresis_permille must be at most 1000";
 	if (cfg->recall_permille > 1000)
 		return "recall_permille must be at most 1000";
+	if (cfg->choose_floor > 1)
+		return "choose_floor must be 0 or 1";
+	if (cfg->choose_floor && (!cfg->stall_weight || !cfg->recall_permille))
+		return "choose_floor needs stall_weight and recall_permille";
 	if (cfg->keep_max_us > tmax)
 		return "keep_max_us must be at most 60 s";
 	if (cfg->rise_window_us > tmax || cfg->gap_reset_us > tmax || cfg->step_reset_us > tmax ||

@@ -24,6 +24,10 @@ internal import RemoloPlayoutCore
 ///   past at candidate delays (`stall_weight` 30, up to 100 ms;
 ///   docs/playout.md, "How the delay is chosen") instead of the window's
 ///   quantile. Not the default: see docs/smoothness.md.
+/// - `floored`: the chooser within the default's 60 ms clamp, its pick
+///   never below the lesser of the window's target and the session's own
+///   reading of its knee (`choose_floor`; docs/playout.md, "The floor
+///   under the chooser").
 /// - `oracle:RATE`: the field notes' oracle, computed in Swift from every
 ///   arrival (see `Oracle`); `oracle` is rate 0.1.
 /// - `seed+field=value+...` / `default+...`: a variant for tuning, with the
@@ -35,6 +39,7 @@ public enum Policy: Sendable, Equatable {
     case `default`
     case window
     case chooser
+    case floored
     case oracle(rate: Double)
     case custom(name: String, config: PlayoutConfig)
 
@@ -49,6 +54,7 @@ public enum Policy: Sendable, Equatable {
         case .default: return "default"
         case .window: return "window"
         case .chooser: return "chooser"
+        case .floored: return "floored"
         case .oracle(let r): return r == 0 ? "oracle:0" : "oracle:\(r)"
         case .custom(let n, _): return n
         }
@@ -71,6 +77,7 @@ public enum Policy: Sendable, Equatable {
         case .default: return .default
         case .window: return Self.windowConfig
         case .chooser: return Self.chooserConfig
+        case .floored: return .floored
         case .oracle: return nil
         case .custom(_, let c): return c
         }
@@ -107,7 +114,7 @@ public enum Policy: Sendable, Equatable {
     public var fixedMs: Int? { if case .fixed(let ms) = self { return ms } else { return nil } }
 
     public static var names: String {
-        "arrival, fixed:MS, seed, default, window, chooser, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+..."
+        "arrival, fixed:MS, seed, default, window, chooser, floored, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+..."
     }
 
     /// Parses one policy name; throws a message naming the valid ones.
@@ -118,6 +125,7 @@ public enum Policy: Sendable, Equatable {
         case "default": return .default
         case "window": return .window
         case "chooser": return .chooser
+        case "floored": return .floored
         case "oracle": return .oracle(rate: 0.1)
         default: break
         }

@@ -67,6 +67,11 @@ public struct PlayoutConfig: Sendable, Equatable {
     /// estimate, or the chooser's with `stallWeight` (docs/playout.md, "A
     /// returning sender").
     public var recallPermille: UInt32
+    /// 0 or 1 (with `stallWeight` and `recallPermille`). 1: the chooser's
+    /// pick is not used below the lesser of the window's target and this
+    /// session's own reading at `recallPermille` (docs/playout.md, "The
+    /// floor under the chooser").
+    public var chooseFloor: UInt32
     /// With `slewPermille`: 0, the schedule keeps its place across offset
     /// changes up to `stepResetUs`; otherwise a larger change than this is a
     /// clock step and the delay applies at once.
@@ -93,6 +98,16 @@ public struct PlayoutConfig: Sendable, Equatable {
         return c
     }
 
+    /// The chooser with its floor (`chooseFloor`): the pick, never below
+    /// what both the window and the session's own packets read, within
+    /// the default's clamp. The lab's `floored` policy.
+    public static var floored: PlayoutConfig {
+        var c = PlayoutConfig.default
+        c.stallWeight = UInt32(REMOLO_STALL_WEIGHT)
+        c.chooseFloor = 1
+        return c
+    }
+
     /// Whether sessions learn from and leave a memory of their sender's
     /// network (`Playout.recall`, `Playout.load(recall:)`).
     public var keepsRecall: Bool { recallPermille != 0 }
@@ -115,6 +130,7 @@ public struct PlayoutConfig: Sendable, Equatable {
         slewPermille = c.slew_permille; catchupPermille = c.catchup_permille
         stallWeight = c.stall_weight; chooseHorizonShift = c.choose_horizon_shift
         chooseHysteresisPermille = c.choose_hysteresis_permille; recallPermille = c.recall_permille
+        chooseFloor = c.choose_floor
         keepMaxUs = c.keep_max_us
         lostSpanMaxUs = c.lost_span_max_us
     }
@@ -131,7 +147,7 @@ public struct PlayoutConfig: Sendable, Equatable {
                        catchup_permille: catchupPermille, stall_weight: stallWeight,
                        choose_horizon_shift: chooseHorizonShift,
                        choose_hysteresis_permille: chooseHysteresisPermille, recall_permille: recallPermille,
-                       keep_max_us: keepMaxUs, lost_span_max_us: lostSpanMaxUs)
+                       choose_floor: chooseFloor, keep_max_us: keepMaxUs, lost_span_max_us: lostSpanMaxUs)
     }
 
     /// Whether the core accepts these values.

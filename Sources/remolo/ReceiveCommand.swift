@@ -133,7 +133,8 @@ func parseReceiveOptions(_ args: [String]) -> ReceiveOptions {
             switch o.value() {
             case "default": r.playout = .default
             case "chooser": r.playout = .chooser
-            case let v: fail("--delay takes default or chooser, not '\(v)'")
+            case "floored": r.playout = .floored
+            case let v: fail("--delay takes default, chooser or floored, not '\(v)'")
             }
         default: o.unknown()
         }

@@ -20,8 +20,9 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
 
   --scenario     S1..S7, a comma list, or all (default all)
   --policy       arrival, fixed:MS, seed, default, window (the default without
-                 its memory), chooser, oracle (rate 0.1), oracle:RATE, a comma
-                 list, or all (default all)
+                 its memory), chooser, floored (the chooser with its floor),
+                 oracle (rate 0.1), oracle:RATE, a comma list, or all
+                 (default all)
   --seeds        runs per scenario, pooled: seeds S..S+N-1 (default 5)
   --seed         the first seed S (default 1); --svg and --write-trace use seed S alone
   --display-hz   when the display refreshes, the cursor sampled at each (default 120):

@@ -80,14 +80,14 @@ extension RxSuite {
         }
 
         @Test("2: a returning sender's session starts at the delay its memory reads, and adds its packets to it",
-              arguments: ["default", "chooser"])
+              arguments: ["default", "chooser", "floored"])
         func returningSenderHolds(_ policy: String) throws {
             let p = try Pair()
             let store = DelayMemory(directory: Self.directory())
             // 75 ms: past the window's 60 ms cap, which a held delay is not
             // bound by (docs/playout.md, "A returning sender").
             let before = Self.memory(packets: 9_000, spikeUs: 75_000)
-            let config: PlayoutConfig = policy == "default" ? .default : .chooser
+            let config: PlayoutConfig = policy == "default" ? .default : policy == "chooser" ? .chooser : .floored
             let held = before.delayUs(permille: config.recallPermille)
             // The bin of (74, 75] ms: a delay no spike is later than.
             #expect(before.isUsable && held == 75_000, "held \(held)")

@@ -245,6 +245,16 @@
  * docs/playout.md, "How the delay is chosen"): its candidates reach past
  * the design note's 60 ms clamp, where long stalls recur. */
 #define REMOLO_CHOOSER_DELAY_MAX_US     100000u
+/* choose_floor (delay.c): the session's own reading of its knee is taken
+ * every REMOLO_FLOOR_EVERY movement packets (one pass over the recall
+ * bins), from REMOLO_FLOOR_MIN_PACKETS on: two windows' worth, so that
+ * the reading has seen more than the window it is set against. */
+#define REMOLO_FLOOR_EVERY        128u
+#define REMOLO_FLOOR_MIN_PACKETS  512u
+/* The floor's window in 1 ms bins, to 127 ms (the last bin holds what is
+ * later), as the recall's: past the 100 ms of any clamp. */
+#define REMOLO_FLOOR_BINS         128u
+#define REMOLO_FLOOR_BIN_US       1000u
 
 /*
  * The single-packet bound. One packet moves the pointer at most 1024 px per
@@ -291,6 +301,10 @@ _Static_assert(REMOLO_RECALL_FOLD_BY % (1u << REMOLO_RECALL_AGE_SHIFT) == 0 &&
 _Static_assert((unsigned long long)REMOLO_RECALL_FOLD_AT + (REMOLO_RECALL_FRAME_MAX_US >> REMOLO_RECALL_UNIT_SHIFT) < (1ull << 32),
                "a count below the fold takes one more packet");
 _Static_assert(REMOLO_RECALL_KEEP_SHIFT >= 1 && REMOLO_RECALL_KEEP_SHIFT < 16, "the keep band is a fraction of the held delay");
+_Static_assert(REMOLO_WINDOW_MAX < 65536 && (REMOLO_FLOOR_BINS & (REMOLO_FLOOR_BINS - 1)) == 0,
+               "the floor's window: a bin's count in 16 bits, a power of two of bins");
+_Static_assert((REMOLO_FLOOR_EVERY & (REMOLO_FLOOR_EVERY - 1)) == 0 && REMOLO_FLOOR_MIN_PACKETS % REMOLO_FLOOR_EVERY == 0,
+               "the floor's reading: a power of two of packets apart, the first on one");
 _Static_assert(REMOLO_CHOOSER_DELAY_MAX_US >= REMOLO_DELAY_MAX_US, "the chooser's clamp reaches the seed's");
 _Static_assert(((unsigned long long)REMOLO_CHOOSER_DELAY_MAX_US + REMOLO_CHOOSER_STALL_CAP_US +
                (unsigned long long)REMOLO_CHOOSER_WEIGHT_MAX * REMOLO_CHOOSER_STALL_CAP_US)

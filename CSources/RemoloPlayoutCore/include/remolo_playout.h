@@ -80,6 +80,14 @@
  *   exceed at no delay, within [delay_min_us, REMOLO_CHOOSER_DELAY_MAX_US],
  *   until its own packets read a quarter or four times that (chooser.c);
  *   then the window's delay, or the chooser's with stall_weight (delay.c).
+ * - choose_floor: 0 or 1 (with stall_weight and recall_permille). 1: the
+ *   chooser's pick is not used below the lesser of the window's target
+ *   (quantile + margin over the last `window` packets, clamped to
+ *   [delay_min_us, delay_max_us]) and this session's own reading at
+ *   recall_permille (refreshed every REMOLO_FLOOR_EVERY packets, from
+ *   REMOLO_FLOOR_MIN_PACKETS on; the window's alone before): where
+ *   stalls recur, both read past the pick, and below the network's knee
+ *   a longer delay costs nothing at the 95th percentile (delay.c).
  * - keep_max_us (with slew_permille): 0: the schedule keeps its place
  *   across any offset change up to step_reset_us. Otherwise an offset
  *   change larger than this is taken for a step of the sender's clock: the
@@ -119,6 +127,7 @@
 	X(choose_horizon_shift) \
 	X(choose_hysteresis_permille) \
 	X(recall_permille) \
+	X(choose_floor) \
 	X(keep_max_us) \
 	X(lost_span_max_us)
 
@@ -274,6 +283,9 @@ struct chooser {
 	struct recall own;
 	uint32_t held_us;
 	bool holding;
+	/* With choose_floor: this session's own reading at recall_permille,
+	 * UINT32_MAX until REMOLO_FLOOR_MIN_PACKETS. */
+	uint32_t knee_us;
 };
 
 /* No history; the candidate nearest start_us in use. */
@@ -306,6 +318,12 @@ struct delay_est {
 	uint32_t head;
 	uint32_t delay_us;
 	uint32_t target_us;
+	/* With choose_floor the window is counted in 1 ms bins instead of
+	 * sorted (delay.c): `q` is the bin of its quantile, `below` how many
+	 * of its values lie in bins 0..q. */
+	uint16_t bins[REMOLO_FLOOR_BINS];
+	uint32_t q;
+	uint32_t below;
 };
 
 void delay_init(struct delay_est *d, const struct playout_config *cfg);
