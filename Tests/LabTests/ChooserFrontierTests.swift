@@ -25,8 +25,7 @@ import Testing
             let line = try #require(table.first { $0.hasPrefix("| \(sc.rawValue) | \(policy) |") }, "no row for \(sc.rawValue) \(policy)")
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
             #expect(cells[2] == String(format: "%.2f / %.3f", r.scores.latencyMsP95, r.scores.jitterRatio), "\(line)")
-            let verdict = f.dominatedBy.map { "dominated by `\($0)`, " + (f.dominatedAtEveryPhase ? "at every phase" : "within the phases' spread") }
-                ?? "not dominated"
+            let verdict = f.pageVerdict
             #expect(cells[3] == verdict, "\(line): the run gives \(verdict)")
         }
         // What the chooser is for: never dominated here.

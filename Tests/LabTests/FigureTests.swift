@@ -75,8 +75,7 @@ import Testing
             // jitter between two of them may land 0.001 off the page's.
             let fj = try #require(f.frontierJitter, "\(name): below the sweep")
             #expect(abs((Double(cells[2]) ?? -1) - fj) <= 0.0011, "\(name): \(line), the figure gives \(fj)")
-            let verdict = f.dominatedBy.map { "dominated by `\($0)`, " + (f.dominatedAtEveryPhase ? "at every phase" : "within the phases' spread") }
-                ?? "not dominated"
+            let verdict = f.pageVerdict
             #expect(cells[3] == verdict, "\(name): \(line), the figure gives \(verdict)")
         }
     }

@@ -13,16 +13,7 @@ import Testing
 /// (the default is on R2, within the phases' spread).
 @Suite struct FlooredFrontierTests {
     static func report(_ row: LabRow, _ sweep: (([Policy]) -> [LabRow])) -> FrontierReport {
-        let pins = Policy.frontierSweep.filter {
-            if case .fixed(let ms) = $0 { return Double(ms) <= row.scores.latencyMsP95 + FrontierReport.latencySlackMs }
-            return false
-        }
-        return FrontierReport(row: row, sweep: sweep(pins))
-    }
-
-    static func verdict(_ f: FrontierReport) -> String {
-        f.dominatedBy.map { "dominated by `\($0)`, " + (f.dominatedAtEveryPhase ? "at every phase" : "within the phases' spread") }
-            ?? "not dominated"
+        FrontierReport(row: row, sweep: sweep(FrontierReport.pins(couldBeat: row)))
     }
 
     static func row(_ name: String) throws -> [String] {
@@ -39,7 +30,7 @@ import Testing
         let f = Self.report(fr) { Lab.simulate(scenarios: [sc], policies: $0, seeds: 5) }
         let cells = try Self.row(sc.rawValue)
         #expect(cells[2] == TraceFrontierTests.pair(fr.scores), "\(sc.rawValue): the page says \(cells[2]), the run gives \(f.text)")
-        #expect(cells[3] == Self.verdict(f), "\(sc.rawValue): the page says \(cells[3]), the run gives \(Self.verdict(f))")
+        #expect(cells[3] == f.pageVerdict, "\(sc.rawValue): the page says \(cells[3]), the run gives \(f.pageVerdict)")
         // Where the default is beaten at every phase (docs/smoothness.md,
         // "Against the fixed-delay frontier": S2, S4, S5), so may this be;
         // nowhere else.
@@ -55,7 +46,7 @@ import Testing
         let f = Self.report(r) { Lab.replay(trace: trace, name: name, policies: $0) }
         let cells = try Self.row(name)
         #expect(cells[2] == TraceFrontierTests.pair(r.scores), "\(name): the page says \(cells[2]), the run gives \(f.text)")
-        #expect(cells[3] == Self.verdict(f), "\(name): the page says \(cells[3]), the run gives \(Self.verdict(f))")
+        #expect(cells[3] == f.pageVerdict, "\(name): the page says \(cells[3]), the run gives \(f.pageVerdict)")
         #expect(f.dominatedBy == nil, "\(name): \(f.text)")
     }
 }

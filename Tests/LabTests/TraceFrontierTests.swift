@@ -40,18 +40,13 @@ import Testing
         guard let trace = try Self.realTrace(file)?.gapsLost else { return }
         let d = try #require(Lab.replay(trace: trace, name: name, policies: [.default]).first)
         let floor = try #require(Lab.replay(trace: trace, name: name, policies: [.default], perfectNetwork: true).first)
-        let pins = Policy.frontierSweep.filter {
-            if case .fixed(let ms) = $0 { return Double(ms) <= d.scores.latencyMsP95 + FrontierReport.latencySlackMs }
-            return false
-        }
-        let f = FrontierReport(row: d, sweep: Lab.replay(trace: trace, name: name, policies: pins))
+        let f = FrontierReport(row: d, sweep: Lab.replay(trace: trace, name: name, policies: FrontierReport.pins(couldBeat: d)))
         #expect(!f.dominatedAtEveryPhase, "\(f.text)")
 
         let page = try String(contentsOfFile: Self.root + "/docs/smoothness.md", encoding: .utf8)
         let row = try Self.cells(page, section: "### Against the fixed-delay frontier", name: name)
         #expect(row[1] == Self.pair(d.scores), "\(name): the page says \(row[1]), the run gives \(f.text)")
-        let verdict = f.dominatedBy.map { "dominated by `\($0)`, " + (f.dominatedAtEveryPhase ? "at every phase" : "within the phases' spread") }
-            ?? "not dominated"
+        let verdict = f.pageVerdict
         #expect(row[3] == verdict, "\(name): the page says \(row[3]), the run gives \(verdict)")
 
         let judged = try Self.cells(page, section: "## The default judged again", name: name)
