@@ -24,9 +24,9 @@ private struct Stream {
     }
 }
 
-/// The default policy, or another of the lab's: `chooser` (the delay
-/// chosen by replaying candidate delays, chooser.c) or `floored` (the same
-/// with the window kept for its floor, delay.c).
+/// The default policy (the chooser with its floor, chooser.c and delay.c),
+/// or another of the lab's: `chooser` (without the floor) or `window` (the
+/// window's sorted quantile, the default before the chooser).
 private func newPlayout(policy: Policy = .default) -> UnsafeMutablePointer<playout> {
     let p = UnsafeMutablePointer<playout>.allocate(capacity: 1)
     if policy != .default, var c = policy.config?.c {
@@ -42,7 +42,7 @@ private func newPlayout(policy: Policy = .default) -> UnsafeMutablePointer<playo
 /// `recoverEvery` > 0: every so many packets the one before was lost and
 /// this one carries its motion (the redundancy feature):
 /// `core.packet_ns.recovered` with 4. `policy`: the same with the lab's
-/// `chooser` or `floored` (`core.packet_ns.chooser`, `.floored`, measured
+/// `chooser` or `window` (`core.packet_ns.chooser`, `.window`, measured
 /// in the same run).
 /// `gesture`: each packet a three-finger swipe's state, a new gesture every
 /// 60 (`core.packet_ns.gesture`), in batches of 16, half the gesture ring,
@@ -172,7 +172,7 @@ func coreBenches() -> [BenchCase] {
             [BenchResult(name: "core.packet_ns", value: packetNs(s), unit: "ns"),
              BenchResult(name: "core.packet_ns.recovered", value: packetNs(s, recoverEvery: 4), unit: "ns"),
              BenchResult(name: "core.packet_ns.chooser", value: packetNs(s, policy: .chooser), unit: "ns"),
-             BenchResult(name: "core.packet_ns.floored", value: packetNs(s, policy: .floored), unit: "ns"),
+             BenchResult(name: "core.packet_ns.window", value: packetNs(s, policy: .window), unit: "ns"),
              BenchResult(name: "core.packet_ns.gesture", value: packetNs(s, gesture: true), unit: "ns")]
         },
         BenchCase(name: "core.tick_ns") { s in
@@ -183,8 +183,8 @@ func coreBenches() -> [BenchCase] {
                 return [BenchResult(name: "core.allocs_per_1e6", value: .nan, unit: "allocs (counter not interposed)")]
             }
             return [BenchResult(name: "core.allocs_per_1e6", value: allocsPer1e6(s), unit: "allocs"),
-                    BenchResult(name: "core.allocs_per_1e6.chooser", value: allocsPer1e6(s, config: Policy.chooserConfig), unit: "allocs"),
-                    BenchResult(name: "core.allocs_per_1e6.floored", value: allocsPer1e6(s, config: .floored), unit: "allocs")]
+                    BenchResult(name: "core.allocs_per_1e6.chooser", value: allocsPer1e6(s, config: .chooser), unit: "allocs"),
+                    BenchResult(name: "core.allocs_per_1e6.window", value: allocsPer1e6(s, config: .window), unit: "allocs")]
         },
     ]
 }

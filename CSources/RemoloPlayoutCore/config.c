@@ -54,6 +54,11 @@ void playout_config_default(struct playout_config *cfg)
 	cfg->keep_max_us = REMOLO_KEEP_MAX_US;
 	cfg->lost_span_max_us = REMOLO_LOST_SPAN_MAX_US;
 	cfg->recall_permille = REMOLO_RECALL_PERMILLE;
+	/* The delay: the chooser's pick over the recent past, never below the
+	 * lesser of the window's and the session's reading of the knee
+	 * (docs/playout.md, "The floor under the chooser"). */
+	cfg->stall_weight = REMOLO_STALL_WEIGHT;
+	cfg->choose_floor = 1;
 }
 
 int playout_config_set(struct playout_config *cfg, const char *name, int64_t value)

@@ -10,24 +10,24 @@ internal import RemoloPlayoutCore
 ///   late replays of length 0. With a zero delay every packet is either on
 ///   its slot (the arrival itself) or late and replayed from its arrival;
 ///   a zero-length segment is due whole at the first tick after its start.
-/// - `fixed:MS`: the default policy with its delay pinned at MS
-///   milliseconds (min = max = start; same spreading, offset and
+/// - `fixed:MS`: the `window` policy with its delay pinned at MS
+///   milliseconds (min = max = start; the default's spreading, offset and
 ///   stretching), so that against the default only the delay differs.
+///   (The window's rule: the delay, its only choice, is the pin.)
 /// - `seed`: the design note's policy exactly (`PlayoutConfig.seed`).
 /// - `default`: what the receiver runs (`PlayoutConfig.default`): the
-///   window's quantile, and a returning sender's memory (`recall_permille`;
-///   only `--returning` gives it one).
-/// - `window`: the default without the memory, what it was before it: the
-///   same runs as `default` unless `--returning`, where every session of it
-///   starts cold. Kept for comparison.
-/// - `chooser`: the default with its delay chosen by replaying the recent
-///   past at candidate delays (`stall_weight` 30, up to 100 ms;
-///   docs/playout.md, "How the delay is chosen") instead of the window's
-///   quantile. Not the default: see docs/smoothness.md.
-/// - `floored`: the chooser within the default's 60 ms clamp, its pick
-///   never below the lesser of the window's target and the session's own
-///   reading of its knee (`choose_floor`; docs/playout.md, "The floor
-///   under the chooser").
+///   delay chosen by replaying the recent past at candidate delays
+///   (docs/playout.md, "How the delay is chosen"), never below the lesser
+///   of the window's target and the session's own reading of its knee
+///   ("The floor under the chooser"), within the 60 ms clamp; and a
+///   returning sender's memory (`recall_permille`; only `--returning`
+///   gives it one).
+/// - `window`: the default before the chooser (`PlayoutConfig.window`):
+///   the window's quantile plus margin, with the same memory. Kept for
+///   comparison.
+/// - `chooser`: the chooser without its floor, clamped at 100 ms
+///   (`PlayoutConfig.chooser`). Kept for comparison: docs/smoothness.md,
+///   "The chooser against the frontier".
 /// - `oracle:RATE`: the field notes' oracle, computed in Swift from every
 ///   arrival (see `Oracle`); `oracle` is rate 0.1.
 /// - `seed+field=value+...` / `default+...`: a variant for tuning, with the
@@ -39,12 +39,11 @@ public enum Policy: Sendable, Equatable {
     case `default`
     case window
     case chooser
-    case floored
     case oracle(rate: Double)
     case custom(name: String, config: PlayoutConfig)
 
     public static let all: [Policy] = [.arrival, .fixed(ms: 8), .fixed(ms: 12), .fixed(ms: 20), .fixed(ms: 40),
-                                       .seed, .default, .chooser, .oracle(rate: 0), .oracle(rate: 0.1)]
+                                       .seed, .default, .window, .chooser, .oracle(rate: 0), .oracle(rate: 0.1)]
 
     public var name: String {
         switch self {
@@ -54,7 +53,6 @@ public enum Policy: Sendable, Equatable {
         case .default: return "default"
         case .window: return "window"
         case .chooser: return "chooser"
-        case .floored: return "floored"
         case .oracle(let r): return r == 0 ? "oracle:0" : "oracle:\(r)"
         case .custom(let n, _): return n
         }
@@ -72,25 +70,14 @@ public enum Policy: Sendable, Equatable {
     public var config: PlayoutConfig? {
         switch self {
         case .arrival: return Self.arrivalConfig()
-        case .fixed(let ms): return Self.pinned(.default, delayUs: UInt32(ms * 1000))
+        case .fixed(let ms): return Self.pinned(.window, delayUs: UInt32(ms * 1000))
         case .seed: return .seed
         case .default: return .default
-        case .window: return Self.windowConfig
-        case .chooser: return Self.chooserConfig
-        case .floored: return .floored
+        case .window: return .window
+        case .chooser: return .chooser
         case .oracle: return nil
         case .custom(_, let c): return c
         }
-    }
-
-    /// The default with the delay chooser instead of the window's quantile.
-    public static var chooserConfig: PlayoutConfig { .chooser }
-
-    /// The default without a returning sender's memory.
-    public static var windowConfig: PlayoutConfig {
-        var c = PlayoutConfig.default
-        c.recallPermille = 0
-        return c
     }
 
     /// `base` with its delay pinned: min = max = start, and no memory (a
@@ -114,7 +101,7 @@ public enum Policy: Sendable, Equatable {
     public var fixedMs: Int? { if case .fixed(let ms) = self { return ms } else { return nil } }
 
     public static var names: String {
-        "arrival, fixed:MS, seed, default, window, chooser, floored, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+..."
+        "arrival, fixed:MS, seed, default, window, chooser, oracle (= oracle:0.1), oracle:RATE, all, or seed+FIELD=VALUE+... / default+FIELD=VALUE+... (also window+, chooser+)"
     }
 
     /// Parses one policy name; throws a message naming the valid ones.
@@ -125,15 +112,14 @@ public enum Policy: Sendable, Equatable {
         case "default": return .default
         case "window": return .window
         case "chooser": return .chooser
-        case "floored": return .floored
         case "oracle": return .oracle(rate: 0.1)
         default: break
         }
         if s.hasPrefix("fixed:"), let ms = Int(s.dropFirst(6)), (0...1000).contains(ms) { return .fixed(ms: ms) }
         if s.hasPrefix("oracle:"), let r = Double(s.dropFirst(7)), r >= 0, r < 1 { return .oracle(rate: r) }
         let parts = s.split(separator: "+").map(String.init)
-        if parts.count >= 2, parts[0] == "seed" || parts[0] == "default" || parts[0] == "chooser" {
-            var c: PlayoutConfig = parts[0] == "seed" ? .seed : parts[0] == "default" ? .default : Self.chooserConfig
+        let bases: [String: PlayoutConfig] = ["seed": .seed, "default": .default, "window": .window, "chooser": .chooser]
+        if parts.count >= 2, var c = bases[parts[0]] {
             for p in parts.dropFirst() {
                 let kv = p.split(separator: "=", maxSplits: 1).map(String.init)
                 guard kv.count == 2, let v = Int64(kv[1]) else {

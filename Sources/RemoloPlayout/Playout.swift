@@ -88,23 +88,25 @@ public struct PlayoutConfig: Sendable, Equatable {
         return PlayoutConfig(c)
     }
 
-    /// The default with the delay chosen by replaying the recent past
-    /// (`stallWeight`) where the default reads the window's quantile:
-    /// `remolo receive --delay chooser`, the lab's `chooser` policy.
+    /// The chooser without its floor (`chooseFloor` 0) and with its clamp
+    /// at 100 ms: `remolo receive --delay chooser`, the lab's `chooser`
+    /// policy, kept for comparison (docs/smoothness.md, "The chooser
+    /// against the frontier").
     public static var chooser: PlayoutConfig {
         var c = PlayoutConfig.default
-        c.stallWeight = UInt32(REMOLO_STALL_WEIGHT)
+        c.chooseFloor = 0
         c.delayMaxUs = UInt32(REMOLO_CHOOSER_DELAY_MAX_US)
         return c
     }
 
-    /// The chooser with its floor (`chooseFloor`): the pick, never below
-    /// what both the window and the session's own packets read, within
-    /// the default's clamp. The lab's `floored` policy.
-    public static var floored: PlayoutConfig {
+    /// The default before the chooser: the window's quantile plus margin
+    /// sets the delay (`stallWeight` 0), with the same memory of a
+    /// returning sender. `remolo receive --delay window`, the lab's
+    /// `window` policy, kept for comparison.
+    public static var window: PlayoutConfig {
         var c = PlayoutConfig.default
-        c.stallWeight = UInt32(REMOLO_STALL_WEIGHT)
-        c.chooseFloor = 1
+        c.stallWeight = 0
+        c.chooseFloor = 0
         return c
     }
 

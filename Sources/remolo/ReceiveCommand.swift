@@ -132,9 +132,9 @@ func parseReceiveOptions(_ args: [String]) -> ReceiveOptions {
         case "--delay":
             switch o.value() {
             case "default": r.playout = .default
+            case "window": r.playout = .window
             case "chooser": r.playout = .chooser
-            case "floored": r.playout = .floored
-            case let v: fail("--delay takes default, chooser or floored, not '\(v)'")
+            case let v: fail("--delay takes default, window or chooser, not '\(v)'")
             }
         default: o.unknown()
         }

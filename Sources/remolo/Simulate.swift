@@ -19,9 +19,9 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                        [--returning N [--history-scenario NAME]]
 
   --scenario     S1..S7, a comma list, or all (default all)
-  --policy       arrival, fixed:MS, seed, default, window (the default without
-                 its memory), chooser, floored (the chooser with its floor),
-                 oracle (rate 0.1), oracle:RATE, a comma list, or all
+  --policy       arrival, fixed:MS, seed, default, window (the default before
+                 the chooser: the window's quantile), chooser (without its
+                 floor), oracle (rate 0.1), oracle:RATE, a comma list, or all
                  (default all)
   --seeds        runs per scenario, pooled: seeds S..S+N-1 (default 5)
   --seed         the first seed S (default 1); --svg and --write-trace use seed S alone
@@ -53,9 +53,9 @@ usage: remolo simulate [--scenario NAME|all] [--policy NAME|all] [--seeds N]
                  each policy's floor
   --perfect-network  also replay the same send times with arrival = emission + a
                  constant (no loss): rows named "NAME perfect", each policy's floor
-  --frontier     sweep fixed:0..100 ms (5 ms steps; fixed:MS is the default with its
-                 delay pinned) and report where each other policy lies against it;
-                 policies default to arrival,seed,default
+  --frontier     sweep fixed:0..100 ms (5 ms steps; fixed:MS is the window policy
+                 with its delay pinned) and report where each other policy lies
+                 against it; policies default to arrival,seed,window,default
   --gaps-lost    with --trace: a movement datagram sent 2 or more frames after the
                  previous one carries the motion of the lost ones between (a foreign
                  trace's convention); replay it as Remolo's sender would have sent
@@ -201,7 +201,7 @@ func parseSimulate(_ args: [String]) -> SimulateOptions {
     if o.historyScenario != nil && o.returning == 0 { fail("--history-scenario names the earlier sessions' network: add --returning N") }
     if o.returning > 0 && o.trace != nil { fail("--returning runs scenarios (a recorded trace is one session): drop --trace or --returning") }
     if o.isDrainTable && !o.policyGiven { o.policies = [.default] }
-    if o.frontier && !o.policyGiven { o.policies = [.arrival, .seed, .default] }
+    if o.frontier && !o.policyGiven { o.policies = [.arrival, .seed, .window, .default] }
     if o.writeTrace != nil || (o.svg != nil && o.trace == nil && !o.frontier) {
         guard o.scenarios.count == 1 else {
             fail("--write-trace and --svg take one scenario: add --scenario S1 (or S2..S7)")

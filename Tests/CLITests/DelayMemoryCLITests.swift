@@ -66,12 +66,12 @@ import Testing
         #expect(last.moved > after.moved)
     }
 
-    @Test("2: --delay takes default, chooser or floored")
+    @Test("2: --delay takes default, window or chooser")
     func badValue() throws {
         let c = try PairedConfigs(label: "delay-bad")
         defer { c.remove() }
         let rx = try CLIProcess(["receive", "--delay", "fast", "--sink", "/dev/null"], configDir: c.receiver, log: c.log("rx"))
         #expect(rx.wait(upTo: 10) == 2, "\(rx.output)")
-        #expect(rx.output.contains("--delay takes default, chooser or floored, not 'fast'"), "\(rx.output)")
+        #expect(rx.output.contains("--delay takes default, window or chooser, not 'fast'"), "\(rx.output)")
     }
 }

@@ -71,19 +71,3 @@ import RemoloSystem
         #expect(r(sc, "default").jitterRatio < r(sc, "arrival").jitterRatio / 3, "\(sc.rawValue)")
     }
 }
-
-/// The chooser's floor (`floored`) held to the same bar as the default: no
-/// worse than the design note's policy by more than 5% on p95 latency or
-/// jitter, no more stutter (docs/smoothness.md, "The chooser's floor
-/// against the frontier"). The chooser alone fails it on S4 and S5.
-@Test func flooredAgainstSeed() {
-    let rows = Lab.simulate(scenarios: Scenario.allCases, policies: [.seed, .floored], seeds: 3,
-                            displayHz: 120, durationS: 20)
-    func r(_ s: Scenario, _ p: String) -> Scores { rows.first { $0.scenario == s.rawValue && $0.policy == p }!.scores }
-    for sc in Scenario.allCases {
-        let f = r(sc, "floored"), s = r(sc, "seed")
-        #expect(f.latencyMsP95 <= s.latencyMsP95 * 1.05, "\(sc.rawValue) p95 \(f.latencyMsP95) vs \(s.latencyMsP95)")
-        #expect(f.jitterRatio <= s.jitterRatio * 1.05, "\(sc.rawValue) jitter \(f.jitterRatio) vs \(s.jitterRatio)")
-        #expect(f.stutterPctMean <= s.stutterPctMean + 1e-9, "\(sc.rawValue) stutter \(f.stutterPctMean) vs \(s.stutterPctMean)")
-    }
-}

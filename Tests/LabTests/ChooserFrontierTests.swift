@@ -2,11 +2,12 @@ import Foundation
 import Testing
 @testable import RemoloLab
 
-/// The delay chooser against the fixed-delay frontier, run for real: the
-/// lab's `chooser` and `default` policies on S2 and S7 (seeds 1-5, the
-/// page's runs), each judged against the `fixed:0..40` sweep of the same
-/// runs, and the verdicts docs/smoothness.md states for them ("The chooser
-/// against the frontier") must be these. S2 is where the two rules differ
+/// The delay chooser alone (no floor under it) against the fixed-delay
+/// frontier, run for real: the lab's `chooser` and `window` (the default
+/// before it) policies on S2 and S7 (seeds 1-5, the page's runs), each
+/// judged against the `fixed:0..40` sweep of the same runs, and the
+/// verdicts docs/smoothness.md states for them ("The chooser against the
+/// frontier") must be these. S2 is where the two rules differ
 /// most (office spikes: the window's quantile jumps after each one, the
 /// chooser counts a queue once); S7 steps the sender's clock.
 @Suite struct ChooserFrontierTests {
@@ -14,12 +15,12 @@ import Testing
 
     @Test(arguments: [Scenario.s2, .s7])
     func verdictsAreThePages(_ sc: Scenario) throws {
-        let rows = Lab.simulate(scenarios: [sc], policies: [.default, .chooser] + Self.sweep, seeds: 5)
+        let rows = Lab.simulate(scenarios: [sc], policies: [.window, .chooser] + Self.sweep, seeds: 5)
         let fixed = rows.filter { $0.policy.hasPrefix("fixed:") }
         let page = try FigureTests.text("docs/smoothness.md")
         let start = try #require(page.range(of: "### The chooser against the frontier"), "no chooser section")
         let table = page[start.upperBound...].split(separator: "\n").drop { !$0.hasPrefix("| scenario |") }.prefix { $0.hasPrefix("|") }
-        for policy in ["default", "chooser"] {
+        for policy in ["window", "chooser"] {
             let r = try #require(rows.first { $0.policy == policy })
             let f = FrontierReport(row: r, sweep: fixed)
             let line = try #require(table.first { $0.hasPrefix("| \(sc.rawValue) | \(policy) |") }, "no row for \(sc.rawValue) \(policy)")

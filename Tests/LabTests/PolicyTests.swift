@@ -58,9 +58,11 @@ import RemoloSystem
     do { _ = try Policy.parse("seed+bogus=1"); Issue.record("accepted") } catch {
         #expect(error.description.contains("slew_permille"))  // lists the core's fields
     }
-    // fixed:MS is the default with its delay pinned and no memory (a held
-    // delay would leave the pin), nothing else changed.
-    var pinned = PlayoutConfig.default
+    // fixed:MS is the window policy (the default's schedule, the window's
+    // rule, which has nothing to choose once pinned) with its delay pinned
+    // and no memory (a held delay would leave the pin), nothing else
+    // changed.
+    var pinned = PlayoutConfig.window
     pinned.delayMinUs = 35_000; pinned.delayMaxUs = 35_000; pinned.delayStartUs = 35_000
     pinned.recallPermille = 0
     #expect(try Policy.parse("fixed:35").config == pinned)
@@ -115,9 +117,9 @@ func oracleFrontier(_ rate: Double) {
     #expect(d.slewPermille == 100 && d.catchupPermille == 500)
     #expect(d.delayMinUs == 2_000 && d.delayStartUs == 2_000 && d.delayMarginUs == 2_000)
     #expect(d.keepMaxUs == 128_000 && d.lostSpanMaxUs == 50_000)
-    #expect(d.recallPermille == 45 && d.stallWeight == 0)
+    #expect(d.recallPermille == 45 && d.stallWeight == 30 && d.chooseFloor == 1)
     d.frameMaxUs = 0; d.riseWindowUs = 0; d.slewPermille = 0; d.catchupPermille = 0; d.keepMaxUs = 0
-    d.lostSpanMaxUs = 0; d.recallPermille = 0
+    d.lostSpanMaxUs = 0; d.recallPermille = 0; d.stallWeight = 0; d.chooseFloor = 0
     d.delayMinUs = 6_000; d.delayStartUs = 12_000; d.delayMarginUs = 3_000
     #expect(d == PlayoutConfig.seed)
     #expect(PlayoutConfig.seed.segEndAtSlot == 0)

@@ -117,12 +117,12 @@ import Testing
     /// `--gaps-lost`, and the bound on what knowing the holds could buy: the
     /// page's second table. The longest pin no slower than the default is
     /// the one the bound takes between the holds: the next one is slower.
-    @Test(arguments: [("R1-good-wifi.csv", "R1", [7, 8, 24, 100], 8), ("R2-bad-wifi.csv", "R2", [20, 21, 33, 85], 21)])
+    @Test(arguments: [("R1-good-wifi.csv", "R1", [4, 5, 24, 100], 5), ("R2-bad-wifi.csv", "R2", [14, 15, 33, 85], 15)])
     func whereTheErrorFalls(_ file: String, _ name: String, _ pins: [Int], _ tooSlow: Int) throws {
         guard let trace = try TraceFrontierTests.realTrace(file)?.gapsLost else { return }
         let holds = LatenessEvents(trace: trace)
         let lab = LabCase(trace: trace, displayHz: 120)
-        let runs = ([Policy.default] + pins.map { Policy.fixed(ms: $0) }).map { lab.holdJitter($0, holds: holds) }
+        let runs = ([Policy.default, .window] + pins.map { Policy.fixed(ms: $0) }).map { lab.holdJitter($0, holds: holds) }
         let slow = try #require(runs.first { $0.policy == "fixed:\(tooSlow)" })
         #expect(slow.latencyMsP95 > runs[0].latencyMsP95 + FrontierReport.latencySlackMs, "\(slow.policy) is no slower than the default")
         let floor = try #require(Lab.replay(trace: trace, name: name, policies: [.default], perfectNetwork: true).first)
@@ -131,7 +131,7 @@ import Testing
         let page = try String(contentsOfFile: TraceFrontierTests.root + "/docs/smoothness.md", encoding: .utf8)
         let table = try Self.rows(page, section: "### What a causal receiver knows of the events").filter { $0.first == name }
         for r in runs where r.policy != slow.policy {
-            let cell = r.policy == "default" ? "default" : "`\(r.policy)`"
+            let cell = r.policy.hasPrefix("fixed:") ? "`\(r.policy)`" : r.policy
             let want = [String(format: "%.2f", r.latencyMsP95), String(format: "%.1f", r.inHolds / 1000),
                         String(format: "%.1f", r.outside / 1000), String(format: "%.3f", r.jitter)]
             let row = try #require(table.first { $0.count == 6 && $0[1] == cell }, "no row \(name) \(cell)")

@@ -80,14 +80,14 @@ extension RxSuite {
         }
 
         @Test("2: a returning sender's session starts at the delay its memory reads, and adds its packets to it",
-              arguments: ["default", "chooser", "floored"])
+              arguments: ["default", "window", "chooser"])
         func returningSenderHolds(_ policy: String) throws {
             let p = try Pair()
             let store = DelayMemory(directory: Self.directory())
             // 75 ms: past the window's 60 ms cap, which a held delay is not
             // bound by (docs/playout.md, "A returning sender").
             let before = Self.memory(packets: 9_000, spikeUs: 75_000)
-            let config: PlayoutConfig = policy == "default" ? .default : policy == "chooser" ? .chooser : .floored
+            let config: PlayoutConfig = policy == "default" ? .default : policy == "window" ? .window : .chooser
             let held = before.delayUs(permille: config.recallPermille)
             // The bin of (74, 75] ms: a delay no spike is later than.
             #expect(before.isUsable && held == 75_000, "held \(held)")

@@ -14,7 +14,9 @@ import RemoloTestSupport
     static func config() -> playout_config {
         var c = playout_config()
         playout_config_default(&c)
+        // The chooser alone: no floor under its pick (FloorTests has it).
         c.stall_weight = REMOLO_STALL_WEIGHT
+        c.choose_floor = 0
         c.delay_max_us = REMOLO_CHOOSER_DELAY_MAX_US
         return c
     }

@@ -237,16 +237,18 @@ import Testing
         return (delays, p.recall)
     }
 
-    // 9: the default's first session (no memory) is the window's, packet
-    // for packet: the memory only watches.
-    @Test func case9_theDefaultsFirstSessionIsTheWindows() throws {
-        var off = PlayoutConfig.default
+    // 9: under the window's rule (`PlayoutConfig.window`) a first session
+    // (no memory) is the same packet for packet with the memory on or off:
+    // there the memory only watches. (The default's floor reads it:
+    // FloorTests.)
+    @Test func case9_theWindowsFirstSessionOnlyWatchesItsMemory() throws {
+        var off = PlayoutConfig.window
         off.recallPermille = 0
-        #expect(PlayoutConfig.default.recallPermille == REMOLO_RECALL_PERMILLE)
-        // Candidate 0, all the default runs of the chooser, is the zero-delay
-        // shadow the memory reads.
+        #expect(PlayoutConfig.window.recallPermille == REMOLO_RECALL_PERMILLE)
+        // Candidate 0 of the chooser, which runs with the memory on, is the
+        // zero-delay shadow the memory reads.
         #expect(chooser_candidate_us(0) == 0)
-        let with = try Self.defaultSession(.default, memory: nil, packets: 3_000, lateness: Self.spiky(30_000))
+        let with = try Self.defaultSession(.window, memory: nil, packets: 3_000, lateness: Self.spiky(30_000))
         let without = try Self.defaultSession(off, memory: nil, packets: 3_000, lateness: Self.spiky(30_000))
         #expect(with.delays == without.delays)
         #expect(with.left.moved >= 3_000 * Self.w && with.left.moved <= 2_999 * Self.w + recall_weight(REMOLO_RECALL_FRAME_MAX_US))

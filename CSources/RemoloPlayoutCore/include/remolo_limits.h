@@ -69,7 +69,9 @@
  * hold of seconds is a lost link, which no delay covers. */
 #define REMOLO_CHOOSER_STALL_CAP_US 1000000u
 #define REMOLO_CHOOSER_WEIGHT_MAX   10000u
-/* The chooser's weight in the lab's `chooser` policy; 0 in the default. */
+/* The chooser's weight: one millisecond of a stalled cursor costs as much
+ * as 30 ms of delay on one packet (docs/playout.md, "How the delay is
+ * chosen"). The default's, with its floor (choose_floor); 0 in the seed. */
 #define REMOLO_STALL_WEIGHT         30u
 #define REMOLO_CHOOSE_HORIZON_SHIFT 10u     /* ~1024 packets: 8.5 s at 120 Hz */
 #define REMOLO_CHOOSE_HYSTERESIS_PERMILLE 50u
