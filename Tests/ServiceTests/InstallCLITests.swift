@@ -14,6 +14,13 @@ import Testing
     func roundTrip() throws {
         let root = tempPath("root")
         defer { try? FileManager.default.removeItem(atPath: root) }
+        // The web tests set REMOLO_WEB_ROOT in this process (the page's
+        // source tree) when they run, which may fall between the two
+        // installs: set it to that same value first, so both copy the
+        // same page and the second finds it unchanged.
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().path
+        setenv("REMOLO_WEB_ROOT", package + "/Sources/RemoloWeb/page", 1)
         let first = try remolo(["install", "--system", "--root", root])
         #expect(first.status == 0, "\(first.output)")
         for p in Self.paths {
@@ -25,8 +32,7 @@ import Testing
         #expect(read(root + ServiceFiles.systemUnitPath)?.contains("ExecStart=\(CLIProcess.binary) receive --output uinput\n") == true)
 
         let again = try remolo(["install", "--system", "--root", root])
-        // Every file unchanged, nothing written (the page too, when this
-        // process's REMOLO_WEB_ROOT, set by the web tests, makes it copied).
+        // Every file unchanged, nothing written, the page included.
         #expect(again.status == 0 && Self.paths.allSatisfy { again.output.contains("unchanged \(root + $0)") }
                 && !again.output.contains("wrote ") && !again.output.contains("updated "), "\(again.output)")
 
