@@ -14,10 +14,6 @@ import Testing
         try FigureTests.text("docs/playout.md").split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
-    static func cell(_ r: LabRow) -> String {
-        String(format: "%.2f / %.3f", r.scores.latencyMsP95, r.scores.jitterRatio)
-    }
-
     @Test func s5PastTheClamp() throws {
         let rows = Lab.simulate(scenarios: [.s5], policies: [60, 65, 70, 75].map { .fixed(ms: $0) }, seeds: 5)
         let page = try Self.page()
@@ -27,8 +23,8 @@ import Testing
         let range = String(format: "S5: %.2f-%.2f ms from `fixed:60` to `fixed:75`", p95.min()!, p95.max()!)
         #expect(page.contains(range), "playout.md does not state \(range)")
         #expect(p95.max()! - p95.min()! <= FrontierReport.latencySlackMs, "S5's p95 is not flat over fixed:60-75: \(p95)")
-        #expect(page.contains("`fixed:60`, \(Self.cell(at60))"), "playout.md's fixed:60 is not \(Self.cell(at60))")
-        #expect(page.contains("(\(Self.cell(at65))"), "playout.md's fixed:65 is not \(Self.cell(at65))")
+        #expect(page.contains("`fixed:60`, \(TraceFrontierTests.pair(at60.scores))"), "playout.md's fixed:60 is not \(TraceFrontierTests.pair(at60.scores))")
+        #expect(page.contains("(\(TraceFrontierTests.pair(at65.scores))"), "playout.md's fixed:65 is not \(TraceFrontierTests.pair(at65.scores))")
         let f = FrontierReport(row: at60, sweep: [at65])
         #expect(f.dominatedBy == "fixed:65" && f.dominatedAtEveryPhase, "fixed:60 on S5: \(f.pageVerdict)")
     }
